@@ -1,0 +1,36 @@
+"""The one exception hierarchy of the engine; the GUI and server show `str(error)`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class TroupeError(Exception):
+    """Base of every error the engine raises on purpose (never a bug)."""
+
+
+class ScriptError(TroupeError):
+    """A script file could not be read: names the file, the line and what was expected."""
+
+    def __init__(self, path: str | Path, message: str, line: int | None = None) -> None:
+        self.path = str(path)
+        self.line = line
+        self.reason = message
+        where = f"{self.path}, line {line}" if line is not None else self.path
+        super().__init__(f"{where}: {message}")
+
+
+class CastError(TroupeError):
+    """A cast (project file or setting) is invalid."""
+
+
+class SynthesisError(TroupeError):
+    """A voice backend failed to synthesize a line."""
+
+
+class QueueFull(TroupeError):
+    """The synthesis queue stayed full for the whole submit timeout."""
+
+
+class AudioDeviceError(TroupeError):
+    """No usable audio output device, or the device refused the stream settings."""

@@ -1,0 +1,107 @@
+"""Immutable value types: a script's scenes, cues and roles, and a role's voice."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+SAMPLE_RATE_HZ = 48_000
+"""The engine's one sample rate: synthesizers resample to it, the mixer and ring run at it."""
+
+
+@dataclass(frozen=True)
+class Role:
+    """A speaking part; `name` is the normalised key (upper case, extensions stripped)."""
+
+    name: str
+    display_name: str
+    gender_hint: str | None = None
+    """'f' or 'm' where the script says so (e.g. a character note); None otherwise."""
+
+
+@dataclass(frozen=True)
+class Cue:
+    """One line of dialogue to be spoken by one role."""
+
+    index: int
+    """Position in script order, 0-based; unique within a script."""
+    role: str
+    """Normalised role name (a key of `Script.roles`)."""
+    text: str
+    scene: int
+    """Index into `Script.scenes`."""
+    line: int
+    """1-based line number in the source file where the cue starts."""
+    hints: tuple[str, ...] = ()
+    """Delivery hints: parentheticals, emotions, extensions such as 'V.O.'."""
+    overlaps_previous: bool = False
+    """Dual dialogue: starts together with the previous cue instead of after it."""
+    start_s: float | None = None
+    """Fixed slot start on the show timeline (SRT/VTT/CSV), or None to follow the previous cue."""
+    end_s: float | None = None
+    """Slot end (SRT/VTT), the time by which the line should be finished."""
+
+    def with_text(self, text: str) -> Cue:
+        return replace(self, text=text)
+
+
+@dataclass(frozen=True)
+class Scene:
+    """A scene heading and the range of cues under it."""
+
+    index: int
+    heading: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Script:
+    """An imported script: what every importer returns."""
+
+    title: str
+    path: str
+    format: str
+    """'fountain', 'text', 'srt', 'vtt', 'csv' or 'tsv'."""
+    scenes: tuple[Scene, ...]
+    cues: tuple[Cue, ...]
+    roles: dict[str, Role] = field(default_factory=dict)
+    metadata: dict[str, str] = field(default_factory=dict)
+    """Title-page keys (lower case) and values."""
+
+    def cues_for(self, role: str) -> list[Cue]:
+        return [c for c in self.cues if c.role == role]
+
+
+@dataclass(frozen=True)
+class Voice:
+    """How a role sounds and sits in the mix."""
+
+    backend: str = "espeak"
+    voice_id: str = "en-us"
+    """Backend voice name; for espeak 'language+variant', e.g. 'en-gb+m3'."""
+    rate_wpm: int = 175
+    pitch: int = 50
+    """espeak pitch 0..100."""
+    pitch_range: int = 50
+    """espeak intonation range 0..100."""
+    gain_db: float = 0.0
+    pan: float = 0.0
+    """-1 left .. +1 right, equal-power."""
+    weight: float = 1.0
+    """Base scheduling priority weight set by the director."""
+    mute: bool = False
+    solo: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "voice_id": self.voice_id,
+            "rate_wpm": self.rate_wpm,
+            "pitch": self.pitch,
+            "pitch_range": self.pitch_range,
+            "gain_db": self.gain_db,
+            "pan": self.pan,
+            "weight": self.weight,
+            "mute": self.mute,
+            "solo": self.solo,
+        }
