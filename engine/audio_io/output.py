@@ -1,0 +1,203 @@
+"""Real-time output: a PortAudio stream (sounddevice) that plays the MixRing.
+
+`AudioOutput` runs the stream in this process; `AudioProcess` runs the same stream in a
+dedicated child process that maps the ring by name, so GUI redraws and synthesis in this
+process never hold the GIL the callback needs.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import sounddevice as sd
+from numpy.typing import NDArray
+
+from engine.audio_io.callback import RenderState, render
+from engine.audio_io.ring import MixRing
+from engine.core.errors import AudioDeviceError
+
+
+@dataclass(frozen=True)
+class OutputSettings:
+    """Which device and how to open it."""
+
+    device: str | int | None = None
+    """Name (substring, case-insensitive), index, or None for the default output."""
+    block_frames: int = 256
+    sample_rate_hz: int = 48_000
+    latency: str | float = "low"
+
+
+def list_output_devices() -> list[dict[str, Any]]:
+    """Every device with output channels: index, name, host API, channels, default rate."""
+    try:
+        devices = sd.query_devices()
+        apis = sd.query_hostapis()
+    except sd.PortAudioError as exc:
+        raise AudioDeviceError(f"PortAudio cannot list devices: {exc}") from exc
+    return [
+        {
+            "index": d["index"],
+            "name": d["name"],
+            "hostapi": apis[d["hostapi"]]["name"],
+            "channels": d["max_output_channels"],
+            "default_rate_hz": d["default_samplerate"],
+        }
+        for d in devices
+        if d["max_output_channels"] > 0
+    ]
+
+
+def resolve_device(device: str | int | None) -> int | None:
+    """Turn a name or index into a PortAudio output device index, with a clear error."""
+    outputs = list_output_devices()
+    if not outputs:
+        raise AudioDeviceError("no audio output device found (is a sound server or JACK running?)")
+    if device is None or device == "":
+        return None
+    if isinstance(device, int) or str(device).isdigit():
+        idx = int(device)
+        if any(d["index"] == idx for d in outputs):
+            return idx
+        raise AudioDeviceError(f"no output device with index {idx}; have {_names(outputs)}")
+    spec = str(device).lower()
+    by_api = [d for d in outputs if spec in d["hostapi"].lower()]
+    if by_api:  # 'JACK', 'ALSA', 'PulseAudio': that host API's first output device
+        return int(by_api[0]["index"])
+    matches = [d for d in outputs if spec in d["name"].lower()]
+    if not matches:
+        raise AudioDeviceError(f"no output device matching {device!r}; have {_names(outputs)}")
+    return int(matches[0]["index"])
+
+
+def _names(outputs: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{d['index']}: {d['name']}" for d in outputs)
+
+
+class AudioOutput:
+    """A sounddevice OutputStream whose callback is `render` over a MixRing."""
+
+    def __init__(self, ring: MixRing, settings: OutputSettings = OutputSettings()) -> None:
+        self.ring = ring
+        self.settings = settings
+        self.state = RenderState(ring.playing, ring.gain)
+        self._control_seq = ring.control_seq
+        self.block_times_ns: NDArray[np.int64] = np.zeros(1 << 16, np.int64)
+        """Callback durations; index = callback number modulo the length (preallocated)."""
+        self._stream: sd.OutputStream | None = None
+
+    def _callback(self, outdata: NDArray[np.float32], frames: int, t: Any, status: Any) -> None:
+        t0 = time.perf_counter_ns()
+        if status.output_underflow:
+            self.ring.count_xrun()
+        render(outdata, self.ring, self.state)
+        self.ring.stamp(t.outputBufferDacTime, t.currentTime, self.ring.read_pos)
+        self.block_times_ns[self.ring.callbacks & 0xFFFF] = time.perf_counter_ns() - t0
+
+    def sync_controls(self) -> None:
+        """Pick up pause/gain changes from the ring header (swap the snapshot if changed)."""
+        seq = self.ring.control_seq
+        if seq != self._control_seq:
+            self._control_seq = seq
+            self.state = RenderState(self.ring.playing, self.ring.gain)  # one reference store
+
+    def start(self) -> None:
+        s = self.settings
+        try:
+            device = resolve_device(s.device)
+            self._stream = sd.OutputStream(
+                samplerate=s.sample_rate_hz,
+                blocksize=s.block_frames,
+                channels=self.ring.channels,
+                dtype="float32",
+                device=device,
+                latency=s.latency,
+                callback=self._callback,
+            )
+            self._stream.start()
+        except sd.PortAudioError as exc:
+            raise AudioDeviceError(f"cannot open the audio output ({exc})") from exc
+
+    @property
+    def active(self) -> bool:
+        return self._stream is not None and self._stream.active
+
+    def stop(self) -> None:
+        if self._stream is not None:
+            self._stream.stop()
+            self._stream.close()
+            self._stream = None
+
+
+def _audio_main(ring_name: str, settings: OutputSettings, ready: Any, stop: Any, errors: Any) -> None:
+    ring = MixRing.attach(ring_name)
+    out = AudioOutput(ring, settings)
+    try:
+        out.start()
+    except AudioDeviceError as exc:
+        errors.put(str(exc))
+        ready.set()
+        return
+    ready.set()
+    while not stop.wait(0.01):
+        out.sync_controls()
+    out.stop()
+    sd._terminate()
+
+
+class AudioProcess:
+    """The output stream in a dedicated child process mapping the same ring."""
+
+    def __init__(self, ring: MixRing, settings: OutputSettings = OutputSettings()) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self.ring = ring
+        self._ready = ctx.Event()
+        self._stop = ctx.Event()
+        self._errors = ctx.Queue()
+        self._proc = ctx.Process(
+            target=_audio_main,
+            args=(ring.name, settings, self._ready, self._stop, self._errors),
+            name="troupe-audio",
+            daemon=True,
+        )
+
+    def start(self, timeout_s: float = 20.0) -> None:
+        self._proc.start()
+        if not self._ready.wait(timeout_s):
+            self.stop()
+            raise AudioDeviceError("the audio process did not start in time")
+        if not self._errors.empty():
+            message = self._errors.get()
+            self._proc.join(2)
+            raise AudioDeviceError(message)
+
+    @property
+    def active(self) -> bool:
+        return self._proc.is_alive()
+
+    def sync_controls(self) -> None:
+        pass  # the child polls the ring header itself
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._proc.join(5)
+        if self._proc.is_alive():
+            self._proc.terminate()
+            self._proc.join(2)
+
+
+def make_output(
+    ring: MixRing, settings: OutputSettings, audio_process: bool
+) -> AudioOutput | AudioProcess:
+    return AudioProcess(ring, settings) if audio_process else AudioOutput(ring, settings)
+
+
+def terminate_portaudio() -> None:
+    """Release PortAudio (needed before a JACK server goes away)."""
+    sd._terminate()
+
+

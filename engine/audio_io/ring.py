@@ -1,0 +1,202 @@
+"""MixRing: the single-producer/single-consumer mix buffer in shared memory.
+
+Layout of the shared block: a 256-byte header of 64-bit slots, then the frames stored
+twice (2 x capacity x channels float32), so any read of up to `capacity` frames is one
+contiguous view and the callback never copies a wrap in two parts.
+"""
+
+from __future__ import annotations
+
+from multiprocessing import shared_memory
+
+import numpy as np
+from numpy.typing import NDArray
+
+_HEADER_BYTES = 256
+# int64 slots. The producer's and consumer's counters sit on separate 64-byte cache lines.
+_WRITE = 0
+_READ = 8
+_UNDERRUNS = 9
+_CALLBACKS = 10
+_UNDERRUN_FRAMES = 11
+_STAMP_SEQ = 12
+_STAMP_FRAME = 13
+_CAPACITY = 16
+_CHANNELS = 17
+_RATE = 18
+_PLAYING = 19
+_XRUNS = 20
+_CONTROL_SEQ = 21
+# float64 slots (same header, viewed as float64)
+_STAMP_DAC = 14
+_STAMP_NOW = 15
+_GAIN = 22
+
+
+class MixRing:
+    """Shared-memory SPSC ring of interleaved float32 frames.
+
+    The mixer is the only writer of the write counter and the frames; the audio callback
+    is the only writer of the read counter and of the callback statistics.
+    """
+
+    def __init__(
+        self,
+        capacity_frames: int = 16384,
+        channels: int = 2,
+        sample_rate_hz: int = 48_000,
+        name: str | None = None,
+    ) -> None:
+        if name is None:
+            if capacity_frames <= 0 or capacity_frames & (capacity_frames - 1):
+                raise ValueError(f"capacity_frames must be a power of two, got {capacity_frames}")
+            size = _HEADER_BYTES + 2 * capacity_frames * channels * 4
+            self._shm = shared_memory.SharedMemory(create=True, size=size)
+            self._owner = True
+        else:
+            self._shm = shared_memory.SharedMemory(name=name)
+            self._owner = False
+            # NB: a spawned child shares its parent's resource tracker, so this attach adds
+            # nothing to unlink at exit; the creator alone unlinks the block.
+        self._slots: NDArray[np.int64] = np.ndarray((32,), np.int64, self._shm.buf, 0)
+        self._floats: NDArray[np.float64] = np.ndarray((32,), np.float64, self._shm.buf, 0)
+        if self._owner:
+            self._slots[:] = 0
+            self._slots[_CAPACITY] = capacity_frames
+            self._slots[_CHANNELS] = channels
+            self._slots[_RATE] = sample_rate_hz
+            self._slots[_PLAYING] = 1
+            self._floats[_GAIN] = 1.0
+        self.capacity = int(self._slots[_CAPACITY])
+        self.channels = int(self._slots[_CHANNELS])
+        self.sample_rate_hz = int(self._slots[_RATE])
+        self.mask = self.capacity - 1
+        self.data: NDArray[np.float32] = np.ndarray(
+            (2 * self.capacity, self.channels), np.float32, self._shm.buf, _HEADER_BYTES
+        )
+
+    @property
+    def name(self) -> str:
+        return self._shm.name
+
+    @classmethod
+    def attach(cls, name: str) -> MixRing:
+        """Map an existing ring (e.g. in the audio process)."""
+        return cls(name=name)
+
+    # --- positions -------------------------------------------------------------------
+    # NB: each counter is one aligned 8-byte store by its single writer, which is atomic on
+    # x86-64 and AArch64; x86's store ordering also keeps the frames visible before the new
+    # write counter. This is the one place the SPSC protocol depends on it.
+    @property
+    def write_pos(self) -> int:
+        return int(self._slots[_WRITE])
+
+    @property
+    def read_pos(self) -> int:
+        return int(self._slots[_READ])
+
+    def set_read_pos(self, frame: int) -> None:
+        self._slots[_READ] = frame
+
+    @property
+    def fill_frames(self) -> int:
+        return self.write_pos - self.read_pos
+
+    @property
+    def free_frames(self) -> int:
+        return self.capacity - self.fill_frames
+
+    def write(self, frames: NDArray[np.float32]) -> int:
+        """Append up to `free_frames` frames (shape (n, channels)); return how many were taken."""
+        w = self.write_pos
+        n = min(len(frames), self.capacity - (w - self.read_pos))
+        if n <= 0:
+            return 0
+        p = w & self.mask
+        first = min(n, self.capacity - p)
+        cap = self.capacity
+        self.data[p : p + first] = frames[:first]
+        self.data[p + cap : p + cap + first] = frames[:first]
+        if n > first:
+            rest = n - first
+            self.data[:rest] = frames[first:n]
+            self.data[cap : cap + rest] = frames[first:n]
+        self._slots[_WRITE] = w + n
+        return n
+
+    def reset(self) -> None:
+        """Drop everything queued (panic / seek): the consumer's next read sees an empty ring."""
+        self._slots[_WRITE] = self.read_pos
+
+    # --- callback statistics (written by the consumer) -------------------------------
+    @property
+    def underruns(self) -> int:
+        return int(self._slots[_UNDERRUNS])
+
+    @property
+    def underrun_frames(self) -> int:
+        return int(self._slots[_UNDERRUN_FRAMES])
+
+    @property
+    def callbacks(self) -> int:
+        return int(self._slots[_CALLBACKS])
+
+    @property
+    def xruns(self) -> int:
+        """Output underflows reported by PortAudio itself (the device ran dry)."""
+        return int(self._slots[_XRUNS])
+
+    def count_xrun(self) -> None:
+        self._slots[_XRUNS] += 1
+
+    def stamp(self, dac_time_s: float, now_s: float, frame: int) -> None:
+        """Record that `frame` is heard at `dac_time_s` (stream clock); seqlock-protected."""
+        seq = self._slots[_STAMP_SEQ]
+        self._slots[_STAMP_SEQ] = seq + 1
+        self._slots[_STAMP_FRAME] = frame
+        self._floats[_STAMP_DAC] = dac_time_s
+        self._floats[_STAMP_NOW] = now_s
+        self._slots[_STAMP_SEQ] = seq + 2
+
+    def last_stamp(self) -> tuple[int, float, float] | None:
+        """(frame, dac_time_s, stream_now_s) of the latest callback, or None before the first."""
+        for _ in range(100):
+            seq = int(self._slots[_STAMP_SEQ])
+            if seq == 0:
+                return None
+            frame = int(self._slots[_STAMP_FRAME])
+            dac, now = float(self._floats[_STAMP_DAC]), float(self._floats[_STAMP_NOW])
+            if seq % 2 == 0 and int(self._slots[_STAMP_SEQ]) == seq:
+                return frame, dac, now
+        return None
+
+    def output_latency_s(self) -> float:
+        """How long after the callback a frame it hands over is heard (DAC - now)."""
+        st = self.last_stamp()
+        return 0.0 if st is None else max(0.0, st[1] - st[2])
+
+    # --- controls (written by the engine, read by the audio side) --------------------
+    @property
+    def playing(self) -> bool:
+        return bool(self._slots[_PLAYING])
+
+    @property
+    def gain(self) -> float:
+        return float(self._floats[_GAIN])
+
+    @property
+    def control_seq(self) -> int:
+        return int(self._slots[_CONTROL_SEQ])
+
+    def set_controls(self, playing: bool, gain: float = 1.0) -> None:
+        self._slots[_PLAYING] = int(playing)
+        self._floats[_GAIN] = gain
+        self._slots[_CONTROL_SEQ] += 1
+
+    def close(self) -> None:
+        # Views into the buffer must go before the mapping can close.
+        del self.data, self._slots, self._floats
+        self._shm.close()
+        if self._owner:
+            self._shm.unlink()

@@ -1,0 +1,89 @@
+"""The embedded default voice: espeak-ng, resampled to the engine rate."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import soxr
+
+from engine.core.errors import SynthesisError
+from engine.core.types import SAMPLE_RATE_HZ, Voice
+from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
+from engine.synthesis.espeak_lib import EspeakLib
+from engine.synthesis.text import split_chunks
+
+_SILENCE = 1e-3
+_LEAD_MS = 5
+
+
+def voice_name(voice: Voice) -> str:
+    """The espeak voice string for `voice`, e.g. 'en-gb-x-rp+f2'."""
+    return voice.voice_id
+
+
+def _trim_lead(audio: Mono, sample_rate_hz: int) -> Mono:
+    # espeak starts every utterance with ~20-60 ms of silence; cut it so cues start on time.
+    loud = np.flatnonzero(np.abs(audio) > _SILENCE)
+    if loud.size == 0:
+        return audio
+    start = max(0, int(loud[0]) - sample_rate_hz * _LEAD_MS // 1000)
+    return audio[start:]
+
+
+def synthesize_text(text: str, voice: Voice, sample_rate_hz: int = SAMPLE_RATE_HZ) -> Mono:
+    """Voice `text` in this process (serialised by the library lock)."""
+    lib = EspeakLib.instance()
+    raw = lib.synthesize(text, voice_name(voice), voice.rate_wpm, voice.pitch, voice.pitch_range)
+    audio = raw.astype(np.float32) / 32768.0
+    if lib.sample_rate_hz != sample_rate_hz and audio.size:
+        audio = soxr.resample(audio, lib.sample_rate_hz, sample_rate_hz, quality="HQ")
+    return _trim_lead(np.ascontiguousarray(audio, dtype=np.float32), sample_rate_hz)
+
+
+@functools.cache
+def espeak_voices() -> list[VoiceInfo]:
+    """Every espeak language voice, plus each English voice with each variant."""
+    lib = EspeakLib.instance()
+    out: list[VoiceInfo] = []
+    for v in lib.list_voices():
+        vid = v.identifier.rsplit("/", 1)[-1].lower()
+        lang = v.languages[0] if v.languages else vid
+        out.append(VoiceInfo("espeak", vid, v.name, lang, v.gender))
+    return out
+
+
+@functools.cache
+def espeak_variants() -> list[VoiceInfo]:
+    """Voice variants ('+m3', '+f2', ...) that combine with any language voice."""
+    lib = EspeakLib.instance()
+    return [
+        VoiceInfo("espeak", v.identifier.rsplit("/", 1)[-1], v.name, "variant", v.gender)
+        for v in lib.list_voices(variants=True)
+        if v.identifier.startswith("!v/")
+    ]
+
+
+class EspeakSynthesizer:
+    """espeak-ng in this process: one call at a time (the library is not thread-safe)."""
+
+    name = "espeak"
+    max_batch = 1
+    sample_rate_hz = SAMPLE_RATE_HZ
+
+    def voices(self) -> list[VoiceInfo]:
+        return espeak_voices()
+
+    def synthesize(self, batch: Sequence[SynthRequest]) -> list[Mono]:
+        return [synthesize_text(r.text, r.voice, self.sample_rate_hz) for r in batch]
+
+    def stream(self, request: SynthRequest) -> Iterator[Mono]:
+        chunks = split_chunks(request.text)
+        if not chunks:
+            raise SynthesisError(f"nothing to say in {request.text!r}")
+        for chunk in chunks:
+            yield synthesize_text(chunk, request.voice, self.sample_rate_hz)
+
+    def close(self) -> None:
+        pass
