@@ -48,6 +48,8 @@ def load_script(path: str | Path) -> Script:
            ".csv": "csv", ".tsv": "tsv"}.get(suffix)  # fmt: skip
     if fmt is None:
         fmt = sniff(text)
+    if fmt is None and any(LINE.match(ln) for ln in text.split("\n")):
+        fmt = "text"  # mostly 'NAME: line': let that parser name the line that is not
     if fmt is None:
         raise ScriptError(
             path,

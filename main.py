@@ -1,0 +1,170 @@
+"""Troupe: the one entry point.
+
+    python main.py                    the director window (GUI)
+    python main.py render SCRIPT -o mix.wav [--stems DIR]
+    python main.py play SCRIPT [--device NAME] [--audio-process]
+    python main.py voices | devices
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from pathlib import Path
+
+DEMO = Path(__file__).resolve().parent / "assets" / "demo" / "the_last_broadcast.fountain"
+
+
+def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from engine.cast import Cast, load_project
+    from engine.script import load_script
+
+    script = load_script(args.script or DEMO)
+    keep = load_project(args.project)[1].voices if args.project else None
+    return script, Cast.auto(script, keep)
+
+
+def _synth(processes: int):  # type: ignore[no-untyped-def]
+    from engine.synthesis.espeak import EspeakSynthesizer
+    from engine.synthesis.pool import EspeakPool
+
+    return EspeakPool(processes) if processes > 1 else EspeakSynthesizer()
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    from engine.mixer import Pacing
+    from engine.render import render_script
+
+    script, cast = _load(args)
+    synth = _synth(args.processes)
+    t0 = time.perf_counter()
+    try:
+        result = render_script(script, cast, args.output, synth, args.stems, Pacing(gap_s=args.gap))
+    finally:
+        synth.close()
+    wall = time.perf_counter() - t0
+    print(f"{result.path}: {result.duration_s:.1f} s of audio, {len(result.lines)} lines, "
+          f"{len(script.roles)} roles, rendered in {wall:.2f} s ({result.duration_s / wall:.0f}x real time)")  # fmt: skip
+    for role, path in result.stems.items():
+        print(f"  stem {role}: {path}")
+    print(f"  cue sheet: {result.cue_sheet}")
+    for line in result.failed:
+        print(f"  FAILED cue {line.cue_index} ({line.role}): {line.error}", file=sys.stderr)
+    return 0
+
+
+def cmd_play(args: argparse.Namespace) -> int:
+    from engine.audio_io.output import OutputSettings, make_output, terminate_portaudio
+    from engine.audio_io.ring import MixRing
+    from engine.show import Show
+
+    script, cast = _load(args)
+    synth = _synth(args.processes)
+    ring = MixRing(1 << 15)
+    out = make_output(ring, OutputSettings(args.device, args.block), args.audio_process)
+    show = Show(script, cast, synth, ring)
+    stop = threading.Event()
+    try:
+        show.tick()  # the first lines start synthesizing before the device opens
+        out.start()
+        print(f"playing {script.title!r}: {len(script.cues)} lines, {len(script.roles)} roles")
+        limit = time.monotonic() + args.seconds if args.seconds else None
+        while not show.finished and (limit is None or time.monotonic() < limit):
+            show.tick()
+            out.sync_controls()
+            stop.wait(0.005)
+        while ring.fill_frames > 0 and (limit is None or time.monotonic() < limit):
+            time.sleep(0.01)  # let the last line play out
+    except KeyboardInterrupt:
+        pass
+    finally:
+        out.stop()
+        show.close()
+        synth.close()
+        terminate_portaudio()
+        underruns = ring.underruns
+        ring.close()
+    print(f"placed {show.stats.placed} of {len(script.cues)} lines; late {show.stats.late}, failed "
+          f"{len(show.stats.failed)}, underruns {underruns}")  # fmt: skip
+    return 0
+
+
+def cmd_voices(args: argparse.Namespace) -> int:
+    from engine.synthesis.espeak import espeak_variants, espeak_voices
+
+    rows = espeak_variants() if args.variants else espeak_voices()
+    for v in rows:
+        print(f"{v.backend}:{v.voice_id:<24} {v.gender or '-':<2} {v.language:<16} {v.name}")
+    if not args.variants:
+        print("\ncombine a language with a variant, e.g. en-gb-x-rp+f2 (see: voices --variants)")
+    return 0
+
+
+def cmd_devices(_args: argparse.Namespace) -> int:
+    from engine.audio_io.output import list_output_devices
+
+    for d in list_output_devices():
+        print(f"{d['index']:>3}  {d['name']:<40} {d['hostapi']:<28} {d['channels']} ch  "
+              f"{d['default_rate_hz']:.0f} Hz")  # fmt: skip
+    return 0
+
+
+def cmd_gui(args: argparse.Namespace) -> int:
+    try:
+        from app.main_window import run_gui
+    except ImportError as exc:
+        print(f"troupe: the director window is not available ({exc}); "
+              "try 'python main.py render' or 'python main.py play'", file=sys.stderr)  # fmt: skip
+        return 2
+    return run_gui(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="troupe", description="Live multi-role AI voice drama.")
+    p.add_argument("--smoke", action="store_true", help="GUI self-test: open, play 2 s, exit")
+    p.add_argument("--open", dest="gui_script", type=Path, help="script to open in the window")
+    sub = p.add_subparsers(dest="command")
+
+    def script_args(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("script", nargs="?", type=Path, help="script file (default: the demo)")
+        sp.add_argument("--project", type=Path, help="project file with a saved cast")
+        sp.add_argument("--processes", type=int, default=1, help="espeak-ng worker processes")
+
+    r = sub.add_parser("render", help="render a script offline to WAV/FLAC")
+    script_args(r)
+    r.add_argument("-o", "--output", type=Path, required=True, help="mix.wav or mix.flac")
+    r.add_argument("--stems", type=Path, help="folder for one file per role")
+    r.add_argument("--gap", type=float, default=0.35, help="pause between lines, seconds")
+    r.set_defaults(func=cmd_render)
+
+    pl = sub.add_parser("play", help="play a script in real time")
+    script_args(pl)
+    pl.add_argument("--device", help="output device name, host API (e.g. JACK) or index")
+    pl.add_argument("--block", type=int, default=256, help="frames per callback")
+    pl.add_argument("--audio-process", action="store_true", help="run the stream in its own process")
+    pl.add_argument("--seconds", type=float, default=0.0, help="stop after this long")
+    pl.set_defaults(func=cmd_play)
+
+    sub.add_parser("voices", help="list voices").add_argument("--variants", action="store_true")
+    sub.choices["voices"].set_defaults(func=cmd_voices)
+    sub.add_parser("devices", help="list audio output devices").set_defaults(func=cmd_devices)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from engine.core.errors import TroupeError
+
+    try:
+        if args.command is None:
+            return cmd_gui(args)
+        return int(args.func(args))
+    except TroupeError as exc:
+        print(f"troupe: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""Shared fixtures: test data, and a real JACK dummy server for paced audio tests."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTDATA = ROOT.parent / "shared" / "testdata"
+DEMO = ROOT / "assets" / "demo" / "the_last_broadcast.fountain"
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+@pytest.fixture(scope="session")
+def testdata() -> Path:
+    if not TESTDATA.is_dir():
+        pytest.fail(f"shared test data not found at {TESTDATA}")
+    return TESTDATA
+
+
+def _jack_device() -> int | None:
+    import sounddevice as sd
+
+    sd._terminate()
+    sd._initialize()  # PortAudio lists devices at init: refresh after JACK starts
+    for api in sd.query_hostapis():
+        if "JACK" in api["name"] and api["devices"]:
+            return int(api["default_output_device"])
+    return None
+
+
+@pytest.fixture(scope="session")
+def jack_device() -> Iterator[int]:
+    """A PortAudio output device index on a JACK dummy server (paced at real time).
+
+    Uses the server `.ci/run` started; otherwise starts one for this session.
+    """
+    proc = None
+    device = _jack_device()
+    if device is None:
+        jackd = shutil.which("jackd")
+        if jackd is None:
+            pytest.fail("jackd not installed (Debian package jackd2); .ci/run installs it")
+        proc = subprocess.Popen(
+            [jackd, "--no-realtime", "-d", "dummy", "-r", "48000", "-p", "256"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(100):
+            time.sleep(0.1)
+            device = _jack_device()
+            if device is not None:
+                break
+        if device is None:
+            proc.terminate()
+            pytest.fail("the JACK dummy server did not come up")
+    yield device
+    import sounddevice as sd
+
+    sd._terminate()  # PortAudio must let go of JACK before the server stops
+    if proc is not None:
+        proc.terminate()
+        proc.wait(10)
