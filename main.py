@@ -1,9 +1,9 @@
 """Troupe: the one entry point.
 
-    python main.py                    the director window (GUI)
-    python main.py render SCRIPT -o mix.wav [--stems DIR]
-    python main.py play SCRIPT [--device NAME] [--audio-process]
-    python main.py voices | devices
+python main.py                    the director window (GUI)
+python main.py render SCRIPT -o mix.wav [--stems DIR]
+python main.py play SCRIPT [--device NAME] [--audio-process]
+python main.py voices | devices
 """
 
 from __future__ import annotations
@@ -45,8 +45,11 @@ def cmd_render(args: argparse.Namespace) -> int:
     finally:
         synth.close()
     wall = time.perf_counter() - t0
-    print(f"{result.path}: {result.duration_s:.1f} s of audio, {len(result.lines)} lines, "
-          f"{len(script.roles)} roles, rendered in {wall:.2f} s ({result.duration_s / wall:.0f}x real time)")  # fmt: skip
+    speed = result.duration_s / wall
+    print(
+        f"{result.path}: {result.duration_s:.1f} s of audio, {len(result.lines)} lines, "
+        f"{len(script.roles)} roles, rendered in {wall:.2f} s ({speed:.0f}x real time)"
+    )
     for role, path in result.stems.items():
         print(f"  stem {role}: {path}")
     print(f"  cue sheet: {result.cue_sheet}")

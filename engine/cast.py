@@ -125,7 +125,9 @@ class Cast:
         return cls(voices)
 
 
-def save_project(path: str | Path, script_path: str, cast: Cast, edits: Mapping[int, str] | None = None) -> None:
+def save_project(
+    path: str | Path, script_path: str, cast: Cast, edits: Mapping[int, str] | None = None
+) -> None:
     """Write the project file (JSON): script path, cast and line edits. Atomic replace."""
     path = Path(path)
     data = {

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from engine.synthesis.base import Mono, Synthesizer, SynthRequest
 BLOCK_FRAMES = 1024
 
 
+@runtime_checkable
 class _Submitter(Protocol):
     def submit(self, text: str, voice: object) -> Future[Mono]: ...
 
@@ -74,7 +75,7 @@ class Show:
         self.prefetch = prefetch
         self.stats = ShowStats()
         self.starts_s: dict[int, float] = {}
-        self._submitter: _Submitter = synth if hasattr(synth, "submit") else _ThreadSubmitter(synth)
+        self._submitter: _Submitter = synth if isinstance(synth, _Submitter) else _ThreadSubmitter(synth)
         self._futures: dict[int, Future[Mono]] = {}
         self._next = 0
         self._cursor_s = pacing.lead_in_s

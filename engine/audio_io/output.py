@@ -133,16 +133,15 @@ class AudioOutput:
             self._stream = None
 
 
-def _audio_main(ring_name: str, settings: OutputSettings, ready: Any, stop: Any, errors: Any) -> None:
+def _audio_main(ring_name: str, settings: OutputSettings, status: Any, stop: Any) -> None:
     ring = MixRing.attach(ring_name)
     out = AudioOutput(ring, settings)
     try:
         out.start()
     except AudioDeviceError as exc:
-        errors.put(str(exc))
-        ready.set()
+        status.send(str(exc))
         return
-    ready.set()
+    status.send("")
     while not stop.wait(0.01):
         out.sync_controls()
     out.stop()
@@ -155,23 +154,22 @@ class AudioProcess:
     def __init__(self, ring: MixRing, settings: OutputSettings = OutputSettings()) -> None:
         ctx = multiprocessing.get_context("spawn")
         self.ring = ring
-        self._ready = ctx.Event()
+        self._status, child_end = ctx.Pipe(duplex=False)
         self._stop = ctx.Event()
-        self._errors = ctx.Queue()
         self._proc = ctx.Process(
             target=_audio_main,
-            args=(ring.name, settings, self._ready, self._stop, self._errors),
+            args=(ring.name, settings, child_end, self._stop),
             name="troupe-audio",
             daemon=True,
         )
 
     def start(self, timeout_s: float = 20.0) -> None:
         self._proc.start()
-        if not self._ready.wait(timeout_s):
+        if not self._status.poll(timeout_s):
             self.stop()
             raise AudioDeviceError("the audio process did not start in time")
-        if not self._errors.empty():
-            message = self._errors.get()
+        message = self._status.recv()  # "" once the stream runs, else the error
+        if message:
             self._proc.join(2)
             raise AudioDeviceError(message)
 
@@ -190,14 +188,10 @@ class AudioProcess:
             self._proc.join(2)
 
 
-def make_output(
-    ring: MixRing, settings: OutputSettings, audio_process: bool
-) -> AudioOutput | AudioProcess:
+def make_output(ring: MixRing, settings: OutputSettings, audio_process: bool) -> AudioOutput | AudioProcess:
     return AudioProcess(ring, settings) if audio_process else AudioOutput(ring, settings)
 
 
 def terminate_portaudio() -> None:
     """Release PortAudio (needed before a JACK server goes away)."""
     sd._terminate()
-
-

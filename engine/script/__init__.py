@@ -40,9 +40,7 @@ def load_script(path: str | Path) -> Script:
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix and suffix not in SUFFIXES and suffix not in {".text", ".md"}:
-        raise ScriptError(
-            path, f"unknown format {suffix!r}; expected one of {', '.join(SUFFIXES)}"
-        )
+        raise ScriptError(path, f"unknown format {suffix!r}; expected one of {', '.join(SUFFIXES)}")
     text = read_text(path)
     fmt = {".fountain": "fountain", ".spmd": "fountain", ".srt": "srt", ".vtt": "vtt",
            ".csv": "csv", ".tsv": "tsv"}.get(suffix)  # fmt: skip

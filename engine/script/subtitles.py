@@ -84,9 +84,7 @@ def _block(
         )  # fmt: skip
     start_s, end_s = _seconds(m.groups()[:4]), _seconds(m.groups()[4:])
     if end_s < start_s:
-        raise ScriptError(
-            path, f"cue ends ({_fmt(end_s)}) before it starts ({_fmt(start_s)})", line_no
-        )
+        raise ScriptError(path, f"cue ends ({_fmt(end_s)}) before it starts ({_fmt(start_s)})", line_no)
     body = [ln.strip() for ln in block[timing_at + 1 :] if ln.strip()]
     if not body:
         return speaker

@@ -42,9 +42,7 @@ def parse_tabular(path: Path, text: str, delimiter: str) -> Script:
     return builder.build()
 
 
-def _row(
-    builder: ScriptBuilder, path: Path, row: list[str], columns: dict[str, int], line_no: int
-) -> None:
+def _row(builder: ScriptBuilder, path: Path, row: list[str], columns: dict[str, int], line_no: int) -> None:
     def cell(name: str) -> str:
         k = columns.get(name)
         return row[k].strip() if k is not None and k < len(row) else ""

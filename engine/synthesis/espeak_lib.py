@@ -39,9 +39,7 @@ class _Voice(ctypes.Structure):
     ]
 
 
-_SynthCallback = ctypes.CFUNCTYPE(
-    ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p
-)
+_SynthCallback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p)
 
 
 @dataclass(frozen=True)
@@ -85,9 +83,7 @@ class EspeakLib:
         self._lib = ctypes.CDLL(espeakng_loader.get_library_path())
         self._declare()
         data_dir = Path(espeakng_loader.get_data_path())
-        rate = self._lib.espeak_Initialize(
-            _AUDIO_OUTPUT_SYNCHRONOUS, 0, str(data_dir.parent).encode(), 0
-        )
+        rate = self._lib.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, 0, str(data_dir.parent).encode(), 0)
         if rate <= 0:
             raise SynthesisError(f"espeak-ng failed to initialise with data at {data_dir}")
         self.sample_rate_hz: int = rate

@@ -33,9 +33,7 @@ class EspeakPool:
         self._executor = self._start()
 
     def _start(self) -> ProcessPoolExecutor:
-        executor = ProcessPoolExecutor(
-            self.processes, mp_context=self._context, initializer=_warm
-        )
+        executor = ProcessPoolExecutor(self.processes, mp_context=self._context, initializer=_warm)
         return executor
 
     def submit(self, text: str, voice: Voice) -> Future[Mono]:

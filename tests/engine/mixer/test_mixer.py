@@ -114,7 +114,13 @@ def _cue(i: int, scene: int = 0, **kw: object) -> Cue:
 
 
 def test_layout_gaps_slots_and_overlap() -> None:
-    cues = [_cue(0), _cue(1), _cue(2, overlaps_previous=True), _cue(3, scene=1), _cue(4, start_s=30.0)]
+    cues = [
+        _cue(0),
+        _cue(1),
+        _cue(2, overlaps_previous=True),
+        _cue(3, scene=1),
+        _cue(4, start_s=30.0),
+    ]
     durations = {0: 2.0, 1: 1.0, 2: 3.0, 3: 1.0, 4: 1.0}
     p = Pacing(gap_s=0.5, scene_gap_s=2.0, lead_in_s=0.25)
     starts = layout(cues, durations, p)

@@ -41,7 +41,11 @@ def test_brick_and_steel(testdata: Path, name: str) -> None:
     dan = next(c for c in s.cues if c.role == "DAN")
     assert dan.text == "Then let's retire them. Permanently."
     headings = [sc.heading for sc in s.scenes]
-    assert headings[:3] == ["EXT. BRICK'S PATIO - DAY", "INT. TRAILER HOME - DAY", "EXT. BRICK'S POOL - DAY"]
+    assert headings[:3] == [
+        "EXT. BRICK'S PATIO - DAY",
+        "INT. TRAILER HOME - DAY",
+        "EXT. BRICK'S POOL - DAY",
+    ]
     assert "SNIPER SCOPE POV" in headings  # forced scene heading, '.' removed
     assert len(s.scenes) == 8
     # transitions and centered text are not dialogue
@@ -168,7 +172,7 @@ def test_csv_errors(tmp_path: Path) -> None:
     f.write_text('role,text,emotion,start_s\nA,"hi",,1.0\nB,"there",,soon\n')
     with pytest.raises(ScriptError, match=r"x\.csv, line 3: start_s 'soon' is not a number"):
         load_script(f)
-    f.write_text('role,text\nA,\n')
+    f.write_text("role,text\nA,\n")
     with pytest.raises(ScriptError, match=r"line 2: expected 'role,text"):
         load_script(f)
 
@@ -180,7 +184,8 @@ def test_tsv_and_vtt(tmp_path: Path) -> None:
     assert s.format == "tsv" and list(s.roles) == ["HERO", "VILLAIN"]
     v = tmp_path / "x.vtt"
     v.write_text(
-        "WEBVTT\n\nNOTE a comment\n\n1\n00:01.000 --> 00:02.500 align:start\n<v Ada>Hello, <i>world</i>.</v>\n\n"
+        "WEBVTT\n\nNOTE a comment\n\n1\n00:01.000 --> 00:02.500 align:start\n"
+        "<v Ada>Hello, <i>world</i>.</v>\n\n"
         "00:00:03.000 --> 00:00:04.000\nBOB: Hi Ada.\n"
     )
     s = load_script(v)

@@ -1,0 +1,98 @@
+"""Offline render through the real entry point, and the render API's failure paths."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from engine.cast import Cast
+from engine.core.errors import SynthesisError
+from engine.core.types import SAMPLE_RATE_HZ
+from engine.render import RenderCancelled, render_script
+from engine.script import load_script
+from engine.synthesis.espeak import EspeakSynthesizer
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "assets" / "demo" / "the_last_broadcast.fountain"
+
+
+def test_main_render_subprocess(tmp_path: Path) -> None:
+    out = tmp_path / "mix.wav"
+    stems = tmp_path / "stems"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "main.py"), "render", str(DEMO), "-o", str(out), "--stems", str(stems)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    mix, rate = sf.read(out, dtype="float32")
+    assert rate == SAMPLE_RATE_HZ and mix.shape[1] == 2
+    # length: the cue sheet's last line end plus the 0.5 s tail
+    sheet = (tmp_path / "mix.srt").read_text()
+    ends = re.findall(r"--> (\d+):(\d+):(\d+),(\d+)", sheet)
+    last_end = max(int(h) * 3600 + int(m) * 60 + int(s) + int(ms) / 1000 for h, m, s, ms in ends)
+    assert len(mix) / rate == pytest.approx(last_end + 0.5, abs=0.01)
+    assert np.sqrt(np.mean(mix**2)) > 0.01
+    script = load_script(DEMO)
+    assert sheet.count("-->") == len(script.cues)
+    for role in script.roles:
+        stem, _ = sf.read(stems / f"{role}.wav", dtype="float32")
+        assert len(stem) == len(mix)
+        assert np.abs(stem).max() > 0.05, f"stem {role} is silent"
+    # the stems add up to the mix wherever the limiter is idle
+    total = sum(sf.read(stems / f"{r}.wav", dtype="float32")[0] for r in script.roles)
+    quiet = np.abs(total).max(axis=1) < 0.8
+    np.testing.assert_allclose(total[quiet], mix[quiet], atol=2e-4)  # 24-bit rounding
+    assert "real time" in proc.stdout
+
+
+def test_main_render_bad_script_is_one_clear_line(tmp_path: Path, testdata: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "main.py"), "render", str(testdata / "bad_times.srt"),
+         "-o", str(tmp_path / "x.wav")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert "bad_times.srt, line 2: cue ends" in proc.stderr
+
+
+class _FlakySynth(EspeakSynthesizer):
+    """The real espeak voice, except that lines containing "bakery" fail."""
+
+    def synthesize(self, batch):  # type: ignore[no-untyped-def]
+        if any("bakery" in r.text for r in batch):
+            raise SynthesisError("backend exploded")
+        return super().synthesize(batch)
+
+
+def test_failed_line_does_not_stop_the_render(tmp_path: Path) -> None:
+    script = load_script(DEMO)
+    result = render_script(script, Cast.auto(script), tmp_path / "m.flac", _FlakySynth())
+    failed = result.failed
+    assert len(failed) == 1 and "bakery" in failed[0].text
+    assert failed[0].error == "backend exploded"
+    assert len(result.lines) == len(script.cues)
+    mix, _ = sf.read(tmp_path / "m.flac")
+    assert len(mix) > 20 * SAMPLE_RATE_HZ
+
+
+def test_edits_and_cancel(tmp_path: Path) -> None:
+    script = load_script(DEMO)
+    cast = Cast.auto(script)
+    short = render_script(script, cast, tmp_path / "a.wav", EspeakSynthesizer(),
+                          edits={0: "Hi."})  # fmt: skip
+    assert short.lines[0].text == "Hi." and short.lines[0].duration_s < 1.0
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(RenderCancelled):
+        render_script(script, cast, tmp_path / "b.wav", EspeakSynthesizer(), cancel=cancel)
+    assert not (tmp_path / "b.wav").exists()
+    with pytest.raises(Exception, match=r"must end in \.wav or \.flac"):
+        render_script(script, cast, tmp_path / "c.mp3", EspeakSynthesizer())
