@@ -85,7 +85,7 @@ def synthesize_lines(
     audio: dict[int, Mono] = {}
     errors: dict[int, str] = {}
     cues = list(script.cues)
-    step = max(1, synth.max_batch) * 4
+    step = max(1, synth.max_batch) * 16  # enough in flight to keep every worker busy
     for k in range(0, len(cues), step):
         if cancel is not None and cancel.is_set():
             raise RenderCancelled("render cancelled")

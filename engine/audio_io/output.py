@@ -17,7 +17,7 @@ import sounddevice as sd
 from numpy.typing import NDArray
 
 from engine.audio_io.callback import RenderState, render
-from engine.audio_io.ring import MixRing
+from engine.audio_io.ring import TIMING_SLOTS, MixRing
 from engine.core.errors import AudioDeviceError
 
 
@@ -86,8 +86,6 @@ class AudioOutput:
         self.settings = settings
         self.state = RenderState(ring.playing, ring.gain)
         self._control_seq = ring.control_seq
-        self.block_times_ns: NDArray[np.int64] = np.zeros(1 << 16, np.int64)
-        """Callback durations; index = callback number modulo the length (preallocated)."""
         self._stream: sd.OutputStream | None = None
 
     def _callback(self, outdata: NDArray[np.float32], frames: int, t: Any, status: Any) -> None:
@@ -96,7 +94,7 @@ class AudioOutput:
             self.ring.count_xrun()
         render(outdata, self.ring, self.state)
         self.ring.stamp(t.outputBufferDacTime, t.currentTime, self.ring.read_pos)
-        self.block_times_ns[self.ring.callbacks & 0xFFFF] = time.perf_counter_ns() - t0
+        self.ring.block_times_ns[self.ring.callbacks & (TIMING_SLOTS - 1)] = time.perf_counter_ns() - t0
 
     def sync_controls(self) -> None:
         """Pick up pause/gain changes from the ring header (swap the snapshot if changed)."""

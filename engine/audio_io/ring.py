@@ -13,6 +13,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 _HEADER_BYTES = 256
+TIMING_SLOTS = 1 << 16
+"""Callback durations kept (a ring of the latest 65,536 callbacks, ~5.8 min at 256 frames)."""
 # int64 slots. The producer's and consumer's counters sit on separate 64-byte cache lines.
 _WRITE = 0
 _READ = 8
@@ -50,7 +52,7 @@ class MixRing:
         if name is None:
             if capacity_frames <= 0 or capacity_frames & (capacity_frames - 1):
                 raise ValueError(f"capacity_frames must be a power of two, got {capacity_frames}")
-            size = _HEADER_BYTES + 2 * capacity_frames * channels * 4
+            size = _HEADER_BYTES + 2 * capacity_frames * channels * 4 + TIMING_SLOTS * 8
             self._shm = shared_memory.SharedMemory(create=True, size=size)
             self._owner = True
         else:
@@ -74,6 +76,11 @@ class MixRing:
         self.data: NDArray[np.float32] = np.ndarray(
             (2 * self.capacity, self.channels), np.float32, self._shm.buf, _HEADER_BYTES
         )
+        self.block_times_ns: NDArray[np.int64] = np.ndarray(
+            (TIMING_SLOTS,), np.int64, self._shm.buf, _HEADER_BYTES + self.data.nbytes
+        )
+        """Duration of each callback (slot = callback number mod TIMING_SLOTS); written by
+        whichever process runs the stream, so the engine can report callback load."""
 
     @property
     def name(self) -> str:
@@ -147,6 +154,14 @@ class MixRing:
         """Output underflows reported by PortAudio itself (the device ran dry)."""
         return int(self._slots[_XRUNS])
 
+    def callback_times_ns(self) -> NDArray[np.int64]:
+        """Durations of the latest callbacks, oldest first (a copy)."""
+        n = self.callbacks
+        if n <= TIMING_SLOTS:
+            return self.block_times_ns[1 : n + 1].copy()
+        k = (n + 1) % TIMING_SLOTS
+        return np.concatenate([self.block_times_ns[k:], self.block_times_ns[:k]])
+
     def count_xrun(self) -> None:
         self._slots[_XRUNS] += 1
 
@@ -196,7 +211,7 @@ class MixRing:
 
     def close(self) -> None:
         # Views into the buffer must go before the mapping can close.
-        del self.data, self._slots, self._floats
+        del self.data, self.block_times_ns, self._slots, self._floats
         self._shm.close()
         if self._owner:
             self._shm.unlink()
