@@ -14,8 +14,15 @@ from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
 from engine.synthesis.espeak import espeak_voices, synthesize_text
 from engine.synthesis.text import split_chunks
 
+WORKER_NICENESS = 5
+"""Synthesis is soft real time, the audio stream is hard: workers yield the CPU to it."""
+
 
 def _warm() -> None:
+    try:
+        os.nice(WORKER_NICENESS)
+    except OSError:  # not permitted on some systems; the pool still works
+        pass
     synthesize_text("a", Voice())
 
 

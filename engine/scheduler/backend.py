@@ -1,0 +1,121 @@
+"""A synthesizer as the scheduler sees it: concurrency slots, batch limits, measured speed."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+
+from engine.core.types import SAMPLE_RATE_HZ
+from engine.scheduler.request import Clock, Request, monotonic
+from engine.synthesis.base import Mono, Synthesizer, SynthRequest
+
+Completion = Callable[["Batch"], None]
+
+
+@dataclass(eq=False)
+class Batch:
+    """Requests dispatched together to one backend, and what came back."""
+
+    backend: str
+    requests: list[Request]
+    t_start: float
+    timeout_at: float
+    results: list[Mono] | None = None
+    error: BaseException | None = None
+    t_end: float = 0.0
+    abandoned: bool = False
+    """Timed out: a late result is dropped."""
+
+
+class Backend:
+    """Runs batches of a `Synthesizer` asynchronously and keeps its real-time factor."""
+
+    def __init__(
+        self,
+        synth: Synthesizer,
+        slots: int | None = None,
+        max_batch: int | None = None,
+        length_buckets: bool = False,
+        max_wait_s: float = 0.0,
+        min_timeout_s: float = 10.0,
+        clock: Clock = monotonic,
+    ) -> None:
+        self.synth = synth
+        self.name = synth.name
+        pooled = hasattr(synth, "submit") and synth.max_batch > 1
+        self._pooled = pooled
+        self.slots = slots or (synth.max_batch if pooled else 1)
+        self.max_batch = max_batch or (1 if pooled else synth.max_batch)
+        self.length_buckets = length_buckets
+        self.max_wait_s = max_wait_s
+        self.min_timeout_s = min_timeout_s
+        self.clock = clock
+        self.inflight = 0
+        self.rtf = 0.05
+        """Measured seconds of compute per second of audio (EWMA), starting from a guess."""
+        self._executor = (
+            None if pooled else ThreadPoolExecutor(self.slots, thread_name_prefix=f"troupe-{self.name}")
+        )
+        self._lock = threading.Lock()
+
+    @property
+    def free_slots(self) -> int:
+        return self.slots - self.inflight
+
+    def estimate_s(self, r: Request) -> float:
+        """How long voicing `r` would take on this backend, from its measured speed."""
+        return self.rtf * r.est_audio_s
+
+    def bucket(self, r: Request) -> int:
+        """Length bucket: neural backends pad a batch to its longest item, so batch alikes."""
+        return len(r.text) // 48 if self.length_buckets else 0
+
+    def observe(self, batch: Batch) -> None:
+        if batch.results is None:
+            return
+        audio_s = sum(len(a) for a in batch.results) / SAMPLE_RATE_HZ
+        if audio_s > 0:
+            measured = (batch.t_end - batch.t_start) / audio_s
+            self.rtf = 0.8 * self.rtf + 0.2 * measured
+
+    def start(self, requests: Sequence[Request], on_complete: Completion) -> Batch:
+        now = self.clock()
+        est = sum(self.estimate_s(r) for r in requests)
+        batch = Batch(self.name, list(requests), now, now + max(self.min_timeout_s, 5 * est))
+        self.inflight += 1
+        sreqs = [SynthRequest(r.text, r.voice, r.id) for r in requests]
+
+        def finish(fut: Future[list[Mono]]) -> None:
+            batch.t_end = self.clock()
+            try:
+                batch.results = fut.result()
+            except BaseException as exc:  # a backend failure is data here, not a crash
+                batch.error = exc
+            on_complete(batch)
+
+        if self._pooled:
+            pool_future = self.synth.submit(sreqs[0].text, sreqs[0].voice)  # type: ignore[attr-defined]
+            wrapped: Future[list[Mono]] = Future()
+            pool_future.add_done_callback(lambda f: _chain(f, wrapped))
+            wrapped.add_done_callback(finish)
+        else:
+            assert self._executor is not None
+            self._executor.submit(self.synth.synthesize, sreqs).add_done_callback(finish)
+        return batch
+
+    def release(self) -> None:
+        self.inflight -= 1
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _chain(src: Future[Mono], dst: Future[list[Mono]]) -> None:
+    exc = src.exception()
+    if exc is not None:
+        dst.set_exception(exc)
+    else:
+        dst.set_result([src.result()])

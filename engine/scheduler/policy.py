@@ -1,0 +1,274 @@
+"""Scheduling policies: which queued request is served next.
+
+Both keep their order in structures whose keys do not change with time, so a decision
+costs O(log n) at any depth:
+- role-aware: ad-libs first (FIFO among them); then requests at risk of missing their
+  deadline, earliest deadline first; then the current speaker's next lines inside the
+  continuity window; then the rest by `weight * class_factor + age_rate * age`. The age
+  term is additive, so a weight-1 role under a flood of weight-10 work is served once it
+  has waited (10 - 1) / age_rate seconds longer than them: nothing starves.
+  `weight + age_rate * (now - t_enqueued)` ranks like `weight - age_rate * t_enqueued`,
+  a key fixed at arrival (the `now` term is common to all).
+- FIFO: arrival order; the baseline the benchmarks compare against.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from engine.scheduler.request import CLASS_FACTOR, Request, RequestClass, State
+
+Accept = Callable[[Request], bool]
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """Tuning of the role-aware policy."""
+
+    risk_window_s: float = 1.0
+    """A request whose deadline is this close is served earliest-deadline-first."""
+    continuity_s: float = 0.3
+    """The last speaker's lines due within this much of the last one stay together."""
+    age_rate_per_s: float = 2.0
+    """Priority gained per second of waiting."""
+
+
+class Policy(Protocol):
+    """A queue of pending requests with a serving order."""
+
+    name: str
+
+    def push(self, r: Request) -> None: ...
+
+    def pop(self, now: float, accept: Accept | None = None) -> Request | None: ...
+
+    def discard(self, r: Request) -> None: ...
+
+    def __len__(self) -> int: ...
+
+    def pending(self) -> Iterator[Request]: ...
+
+    def reweight(self, weights: Mapping[str, float]) -> None: ...
+
+    def reindex(self) -> None: ...
+
+    def role_priorities(self, now: float, roles: Mapping[str, float]) -> dict[str, float]: ...
+
+
+class _Entries:
+    """Tokens make heap entries of a re-queued request (a retry) unique; stale ones are skipped."""
+
+    def __init__(self) -> None:
+        self.seq = itertools.count()
+        self.token: dict[int, int] = {}
+        self.live = 0
+
+    def issue(self, r: Request) -> int:
+        t = next(self.seq)
+        self.token[r.id] = t
+        self.live += 1
+        return t
+
+    def valid(self, r: Request, token: int) -> bool:
+        return r.state is State.QUEUED and self.token.get(r.id) == token
+
+    def retire(self, r: Request) -> None:
+        if self.token.pop(r.id, None) is not None:
+            self.live -= 1
+
+
+class FifoPolicy:
+    """Serve in arrival order."""
+
+    name = "fifo"
+
+    def __init__(self, config: PolicyConfig | None = None) -> None:
+        self._q: deque[tuple[int, Request]] = deque()
+        self._e = _Entries()
+        self.config = config or PolicyConfig()
+
+    def push(self, r: Request) -> None:
+        self._q.append((self._e.issue(r), r))
+
+    def pop(self, now: float, accept: Accept | None = None) -> Request | None:
+        skipped: list[tuple[int, Request]] = []
+        found = None
+        while self._q:
+            token, r = self._q.popleft()
+            if not self._e.valid(r, token):
+                continue
+            if accept is None or accept(r):
+                found = r
+                break
+            skipped.append((token, r))
+            if len(skipped) > 256:
+                break
+        self._q.extendleft(reversed(skipped))
+        if found is not None:
+            self._e.retire(found)
+        return found
+
+    def discard(self, r: Request) -> None:
+        self._e.retire(r)
+
+    def __len__(self) -> int:
+        return self._e.live
+
+    def pending(self) -> Iterator[Request]:
+        return (r for t, r in self._q if self._e.valid(r, t))
+
+    def reweight(self, weights: Mapping[str, float]) -> None:
+        pass
+
+    def reindex(self) -> None:
+        pass
+
+    def role_priorities(self, now: float, roles: Mapping[str, float]) -> dict[str, float]:
+        return _role_priorities(self.pending(), now, roles, self.config.age_rate_per_s)
+
+
+def _role_priorities(
+    pending: Iterator[Request], now: float, weights: Mapping[str, float], age_rate: float
+) -> dict[str, float]:
+    out = dict.fromkeys(weights, 0.0)
+    for r in pending:
+        p = weights.get(r.role, 1.0) * CLASS_FACTOR[r.klass] + age_rate * (now - r.t_enqueued)
+        if r.klass is RequestClass.ADLIB:
+            p += 100.0
+        out[r.role] = max(out.get(r.role, 0.0), p)
+    return out
+
+
+class RoleAwarePolicy:
+    """Ad-libs, then deadline risk (EDF), then continuity, then weight plus age."""
+
+    name = "role_aware"
+
+    def __init__(self, config: PolicyConfig | None = None, weights: Mapping[str, float] | None = None):
+        self.config = config or PolicyConfig()
+        self.weights: dict[str, float] = dict(weights or {})
+        self._e = _Entries()
+        self._adlib: deque[tuple[int, Request]] = deque()
+        self._edf: list[tuple[float, int, Request]] = []
+        self._prio: list[tuple[float, int, Request]] = []
+        self._by_role: dict[str, list[tuple[float, int, Request]]] = {}
+        self._oldest: dict[str, deque[tuple[int, Request]]] = {}
+        self.last_role: str | None = None
+        self.last_deadline_s = 0.0
+
+    def _key(self, r: Request) -> float:
+        w = self.weights.get(r.role, r.voice.weight) * CLASS_FACTOR[r.klass]
+        return -(w - self.config.age_rate_per_s * r.t_enqueued)
+
+    def push(self, r: Request) -> None:
+        t = self._e.issue(r)
+        if r.klass is RequestClass.ADLIB:
+            self._adlib.append((t, r))
+        heapq.heappush(self._edf, (r.deadline_s, t, r))
+        heapq.heappush(self._prio, (self._key(r), t, r))
+        heapq.heappush(self._by_role.setdefault(r.role, []), (r.deadline_s, t, r))
+        self._oldest.setdefault(r.role, deque()).append((t, r))
+
+    def _top(self, heap: list[tuple[float, int, Request]]) -> Request | None:
+        while heap:
+            _, t, r = heap[0]
+            if self._e.valid(r, t):
+                return r
+            heapq.heappop(heap)
+        return None
+
+    def _candidates(self, now: float) -> Iterator[Request]:
+        while self._adlib:
+            t, first = self._adlib[0]
+            if self._e.valid(first, t):
+                yield first
+                break
+            self._adlib.popleft()
+        urgent = self._top(self._edf)
+        if urgent is not None and urgent.deadline_s - now <= self.config.risk_window_s:
+            yield urgent
+        if self.last_role is not None:
+            nxt = self._top(self._by_role.get(self.last_role, []))
+            if nxt is not None and nxt.deadline_s <= self.last_deadline_s + self.config.continuity_s:
+                yield nxt
+        best = self._top(self._prio)
+        if best is not None:
+            yield best
+
+    def pop(self, now: float, accept: Accept | None = None) -> Request | None:
+        for r in self._candidates(now):
+            if accept is None or accept(r):
+                return self._take(r)
+        if accept is None:
+            return None
+        # The best candidates belong elsewhere (e.g. a busy backend): look further down.
+        for _, t, r in sorted(self._prio)[:256]:
+            if self._e.valid(r, t) and accept(r):
+                return self._take(r)
+        return None
+
+    def _take(self, r: Request) -> Request:
+        self._e.retire(r)  # its entries in every structure are stale from now on
+        self.last_role, self.last_deadline_s = r.role, r.deadline_s
+        self._compact()
+        return r
+
+    def _compact(self) -> None:
+        if len(self._prio) > 64 and len(self._prio) > 3 * self._e.live:
+            self.reindex()
+
+    def discard(self, r: Request) -> None:
+        self._e.retire(r)
+        self._compact()
+
+    def __len__(self) -> int:
+        return self._e.live
+
+    def pending(self) -> Iterator[Request]:
+        return (r for _, t, r in list(self._prio) if self._e.valid(r, t))
+
+    def reweight(self, weights: Mapping[str, float]) -> None:
+        self.weights.update(weights)
+        self.reindex()
+
+    def reindex(self) -> None:
+        """Rebuild every structure from the live requests (after weights or deadlines change)."""
+        live = [r for r in self.pending()]
+        live.sort(key=lambda r: self._e.token[r.id])  # keep arrival order
+        self._e = _Entries()
+        self._adlib.clear()
+        self._edf, self._prio, self._by_role, self._oldest = [], [], {}, {}
+        for r in live:
+            self.push(r)
+
+    def role_priorities(self, now: float, roles: Mapping[str, float]) -> dict[str, float]:
+        """Each role's current priority (its most urgent request), 0 for an idle role; O(roles)."""
+        out = dict.fromkeys(roles, 0.0)
+        rate = self.config.age_rate_per_s
+        for role, q in self._oldest.items():
+            while q and not self._e.valid(q[0][1], q[0][0]):
+                q.popleft()
+            if not q:
+                continue
+            oldest = q[0][1]
+            p = self.weights.get(role, oldest.voice.weight) + rate * (now - oldest.t_enqueued)
+            first = self._top(self._by_role.get(role, []))
+            if first is not None and first.deadline_s - now <= self.config.risk_window_s:
+                p += 10.0 * (1.0 - max(0.0, first.deadline_s - now) / self.config.risk_window_s)
+            if any(r.klass is RequestClass.ADLIB for _, r in list(q)[:8]):
+                p += 100.0
+            out[role] = p
+        return out
+
+
+def make_policy(name: str, config: PolicyConfig | None = None) -> Policy:
+    if name == "fifo":
+        return FifoPolicy(config)
+    if name in ("role_aware", "role-aware"):
+        return RoleAwarePolicy(config)
+    raise ValueError(f"unknown scheduling policy {name!r}; expected 'role_aware' or 'fifo'")

@@ -1,0 +1,100 @@
+"""What the scheduler schedules: a request to voice one line (or one chunk of a line)."""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from engine.core.types import Voice
+from engine.synthesis.base import Mono
+
+Clock = Callable[[], float]
+"""Seconds on a monotonic clock; injected so tests and benchmarks control time."""
+
+monotonic: Clock = time.monotonic
+
+
+class RequestClass(enum.IntEnum):
+    """Why a line is being voiced; lower values are more urgent by nature."""
+
+    ADLIB = 0
+    """Typed live by the director: spoken as soon as possible."""
+    RETAKE = 1
+    """A re-cast or edited line that replaces audio already made."""
+    SCRIPTED = 2
+    """The next lines of the show."""
+    PREFETCH = 3
+    """Lines far ahead of the playhead: first to be shed under pressure."""
+
+
+CLASS_FACTOR = {
+    RequestClass.ADLIB: 1.0,
+    RequestClass.RETAKE: 1.0,
+    RequestClass.SCRIPTED: 1.0,
+    RequestClass.PREFETCH: 0.25,
+}
+
+
+class State(enum.Enum):
+    QUEUED = "queued"
+    DISPATCHED = "synthesizing"
+    DONE = "ready"
+    FAILED = "failed"
+    SHED = "shed"
+    CANCELLED = "cancelled"
+
+
+_ids = itertools.count(1)
+
+
+@dataclass(eq=False)
+class Request:
+    """One unit of synthesis work and the timestamps of every stage it went through.
+
+    Identity, not value, is what matters (eq=False): the scheduler's heaps hold
+    `(key, seq, request)` tuples, and a request is never compared.
+    """
+
+    role: str
+    text: str
+    voice: Voice
+    deadline_s: float
+    """Clock time by which its first sample must be in the ring."""
+    klass: RequestClass = RequestClass.SCRIPTED
+    cue_index: int = -1
+    chunk: int = 0
+    n_chunks: int = 1
+    id: int = field(default_factory=lambda: next(_ids))
+    state: State = State.QUEUED
+    backend: str = ""
+    attempts: int = 0
+    fallback: bool = False
+    """Voiced by the fallback backend (after failures or to make its deadline)."""
+    error: str = ""
+    audio: Mono | None = None
+    t_enqueued: float = 0.0
+    t_dispatched: float = 0.0
+    t_synth_start: float = 0.0
+    t_first_chunk: float = 0.0
+    t_done: float = 0.0
+    t_played: float = 0.0
+    """When its first sample was heard (from the callback's DAC time), if known."""
+    on_done: Callable[[Request], None] | None = None
+    """Called on the engine thread when the request ends (done, failed or shed)."""
+
+    @property
+    def est_audio_s(self) -> float:
+        """Spoken length estimated from the words and the voice's rate."""
+        words = max(1, len(self.text.split()))
+        return words * 60.0 / max(60, self.voice.rate_wpm) + 0.2
+
+    @property
+    def latency_s(self) -> float:
+        return self.t_done - self.t_enqueued if self.t_done else float("nan")
+
+    @property
+    def missed(self) -> bool:
+        return self.state == State.DONE and self.t_done > self.deadline_s

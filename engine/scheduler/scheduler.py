@@ -1,0 +1,283 @@
+"""The scheduler: a bounded queue of synthesis requests, dispatched by policy to backends.
+
+Threads: `submit`, `cancel` and `set_weight` may be called from any thread (GUI, HTTP);
+`tick` runs on the engine thread (every 50 ms and at once when `wake` is set), and so do
+the `on_done` callbacks of requests. Backends complete on their own threads and only
+append to a deque that the next tick drains.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from engine.core.errors import QueueFull
+from engine.scheduler.backend import Backend, Batch
+from engine.scheduler.policy import Policy, PolicyConfig, make_policy
+from engine.scheduler.request import Clock, Request, RequestClass, State, monotonic
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """Settings of the scheduler (policy name and its tuning, limits, fallbacks)."""
+
+    policy: str = "role_aware"
+    max_pending: int = 10_000
+    tick_s: float = 0.05
+    horizon_s: float = 30.0
+    """Prefetch due further ahead than this may be shed when the queue is full."""
+    retries: int = 1
+    fallback_backend: str | None = "espeak"
+    policy_config: PolicyConfig = field(default_factory=PolicyConfig)
+
+
+@dataclass
+class SchedulerStats:
+    """Counters for metrics and benchmarks."""
+
+    submitted: int = 0
+    dispatched: int = 0
+    done: int = 0
+    failed: int = 0
+    shed: int = 0
+    retries: int = 0
+    fallback_on_failure: int = 0
+    fallback_on_deadline: int = 0
+    deadline_misses: int = 0
+    timeouts: int = 0
+    batch_sizes: list[int] = field(default_factory=list)
+
+
+class Scheduler:
+    """Decides what is synthesized next, in what batches, on which backend."""
+
+    def __init__(
+        self,
+        backends: Mapping[str, Backend],
+        config: SchedulerConfig | None = None,
+        clock: Clock = monotonic,
+    ) -> None:
+        self.config = config or SchedulerConfig()
+        self.backends = dict(backends)
+        self.clock = clock
+        self.policy: Policy = make_policy(self.config.policy, self.config.policy_config)
+        self.weights: dict[str, float] = {}
+        self.stats = SchedulerStats()
+        self.wake = threading.Event()
+        """Set on every arrival and completion, so the engine thread ticks at once."""
+        self._lock = threading.Condition()
+        self._completed: deque[Batch] = deque()
+        self._inflight: list[Batch] = []
+        self.on_batch: Callable[[Batch], None] | None = None
+
+    # --- any thread ----------------------------------------------------------------
+    def submit(self, r: Request, timeout_s: float = 1.0) -> Request:
+        """Queue `r`; if the queue is full, shed far prefetch or wait up to `timeout_s`."""
+        if not r.backend:
+            r.backend = r.voice.backend if r.voice.backend in self.backends else self._default()
+        with self._lock:
+            if len(self.policy) >= self.config.max_pending and not self._shed_one():
+                ok = self._lock.wait_for(
+                    lambda: len(self.policy) < self.config.max_pending or self._shed_one(), timeout_s
+                )
+                if not ok:
+                    raise QueueFull(
+                        f"synthesis queue full ({self.config.max_pending} waiting) for "
+                        f"{timeout_s * 1000:.0f} ms; line for {r.role} not queued"
+                    )
+            r.t_enqueued = self.clock()
+            r.state = State.QUEUED
+            self.policy.push(r)
+            self.stats.submitted += 1
+        self.wake.set()
+        return r
+
+    def _default(self) -> str:
+        return (
+            self.config.fallback_backend
+            if self.config.fallback_backend in self.backends
+            else next(iter(self.backends))
+        )
+
+    def _shed_one(self) -> bool:
+        """Drop the prefetch due furthest ahead beyond the horizon; never a due line or ad-lib."""
+        now = self.clock()
+        victims = [
+            r for r in self.policy.pending()
+            if r.klass is RequestClass.PREFETCH and r.deadline_s - now > self.config.horizon_s
+        ]  # fmt: skip
+        if not victims:
+            return False
+        victim = max(victims, key=lambda r: r.deadline_s)
+        self.policy.discard(victim)
+        victim.state = State.SHED
+        self.stats.shed += 1
+        self._completed.append(Batch("", [victim], now, now))  # on_done runs on the engine thread
+        return True
+
+    def cancel(self, predicate: Callable[[Request], bool]) -> int:
+        """Withdraw queued requests matching `predicate` (e.g. a re-cast role's lines)."""
+        with self._lock:
+            hits = [r for r in self.policy.pending() if predicate(r)]
+            for r in hits:
+                self.policy.discard(r)
+                r.state = State.CANCELLED
+            self._lock.notify_all()
+        return len(hits)
+
+    def set_weight(self, role: str, weight: float) -> None:
+        with self._lock:
+            self.weights[role] = weight
+            self.policy.reweight({role: weight})
+        self.wake.set()
+
+    def reindex(self) -> None:
+        """Deadlines of queued requests changed (seek, re-layout): rebuild the order."""
+        with self._lock:
+            self.policy.reindex()
+
+    @property
+    def pending_count(self) -> int:
+        return len(self.policy)
+
+    def role_priorities(self) -> dict[str, float]:
+        with self._lock:
+            return self.policy.role_priorities(self.clock(), self.weights)
+
+    # --- engine thread -------------------------------------------------------------
+    def _complete(self, batch: Batch) -> None:
+        self._completed.append(batch)  # deque.append is atomic: safe from backend threads
+        self.wake.set()
+
+    def tick(self) -> list[Request]:
+        """Drain completions, time out stuck batches, dispatch; return requests that ended."""
+        self.wake.clear()
+        ended = self._drain()
+        ended += self._check_timeouts()
+        self._dispatch()
+        for r in ended:
+            if r.on_done is not None:
+                r.on_done(r)
+        return ended
+
+    def _drain(self) -> list[Request]:
+        ended: list[Request] = []
+        while self._completed:
+            batch = self._completed.popleft()
+            if not batch.backend:  # a shed request
+                ended.extend(batch.requests)
+                continue
+            if batch.abandoned:
+                continue
+            self._inflight.remove(batch)
+            backend = self.backends[batch.backend]
+            backend.release()
+            backend.observe(batch)
+            if self.on_batch is not None:
+                self.on_batch(batch)
+            if batch.error is not None or batch.results is None:
+                ended += self._failed(batch.requests, str(batch.error or "no audio"))
+                continue
+            for r, audio in zip(batch.requests, batch.results, strict=True):
+                r.audio, r.state = audio, State.DONE
+                r.t_first_chunk = r.t_done = batch.t_end
+                self.stats.done += 1
+                self.stats.deadline_misses += r.t_done > r.deadline_s
+                ended.append(r)
+        return ended
+
+    def _failed(self, requests: list[Request], error: str) -> list[Request]:
+        ended = []
+        for r in requests:
+            r.attempts += 1
+            r.error = error
+            fb = self.config.fallback_backend
+            if r.attempts <= self.config.retries:
+                self.stats.retries += 1
+            elif fb and fb in self.backends and r.backend != fb:
+                r.backend, r.fallback = fb, True  # the embedded voice saves the line
+                self.stats.fallback_on_failure += 1
+            else:
+                r.state = State.FAILED
+                self.stats.failed += 1
+                ended.append(r)
+                continue
+            with self._lock:
+                r.state = State.QUEUED
+                self.policy.push(r)
+        return ended
+
+    def _check_timeouts(self) -> list[Request]:
+        now = self.clock()
+        ended: list[Request] = []
+        for batch in [b for b in self._inflight if now > b.timeout_at]:
+            batch.abandoned = True
+            self._inflight.remove(batch)
+            self.backends[batch.backend].release()
+            self.stats.timeouts += 1
+            ended += self._failed(batch.requests, f"{batch.backend} timed out")
+        return ended
+
+    def _dispatch(self) -> None:
+        with self._lock:
+            for backend in self.backends.values():
+                while backend.free_slots > 0 and len(self.policy):
+                    batch = self._gather(backend)
+                    if not batch:
+                        break
+                    self._start(backend, batch)
+            self._lock.notify_all()
+
+    def _gather(self, backend: Backend) -> list[Request]:
+        now = self.clock()
+
+        def mine(r: Request) -> bool:
+            return r.backend == backend.name
+
+        head = self.policy.pop(now, mine)
+        if head is None:
+            return []
+        head = self._maybe_reroute(head, backend, now)
+        if head is None:
+            return self._gather(backend) if len(self.policy) else []
+        batch = [head]
+        if backend.max_batch > 1:
+            bucket = backend.bucket(head)
+
+            def fits(r: Request) -> bool:
+                return r.backend == backend.name and backend.bucket(r) == bucket
+
+            while len(batch) < backend.max_batch:
+                r = self.policy.pop(now, fits)
+                if r is None:
+                    break
+                batch.append(r)
+        return batch
+
+    def _maybe_reroute(self, r: Request, backend: Backend, now: float) -> Request | None:
+        """Send a line the slow backend cannot finish in time to the fast fallback."""
+        fb_name = self.config.fallback_backend
+        if not fb_name or fb_name == backend.name or fb_name not in self.backends:
+            return r
+        fb = self.backends[fb_name]
+        if now + backend.estimate_s(r) > r.deadline_s >= now + fb.estimate_s(r):
+            r.backend, r.fallback = fb_name, True
+            self.stats.fallback_on_deadline += 1
+            self.policy.push(r)
+            return None
+        return r
+
+    def _start(self, backend: Backend, batch: list[Request]) -> None:
+        now = self.clock()
+        for r in batch:
+            r.state = State.DISPATCHED
+            r.t_dispatched = r.t_synth_start = now
+        self.stats.dispatched += len(batch)
+        self.stats.batch_sizes.append(len(batch))
+        self._inflight.append(backend.start(batch, self._complete))
+
+    def close(self) -> None:
+        for b in self.backends.values():
+            b.close()
