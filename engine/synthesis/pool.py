@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 from collections.abc import Iterator, Sequence
@@ -19,10 +20,8 @@ WORKER_NICENESS = 5
 
 
 def _warm() -> None:
-    try:
+    with contextlib.suppress(OSError):  # not permitted on some systems; the pool still works
         os.nice(WORKER_NICENESS)
-    except OSError:  # not permitted on some systems; the pool still works
-        pass
     synthesize_text("a", Voice())
 
 
