@@ -36,6 +36,8 @@ class PolicyConfig:
     """The last speaker's lines due within this much of the last one stay together."""
     age_rate_per_s: float = 2.0
     """Priority gained per second of waiting."""
+    continuity_max_run: int = 4
+    """At most this many picks in a row by continuity, so a chatty role cannot starve others."""
 
 
 class Policy(Protocol):
@@ -160,6 +162,7 @@ class RoleAwarePolicy:
         self._oldest: dict[str, deque[tuple[int, Request]]] = {}
         self.last_role: str | None = None
         self.last_deadline_s = 0.0
+        self._run = 0
 
     def _key(self, r: Request) -> float:
         w = self.weights.get(r.role, r.voice.weight) * CLASS_FACTOR[r.klass]
@@ -192,7 +195,7 @@ class RoleAwarePolicy:
         urgent = self._top(self._edf)
         if urgent is not None and urgent.deadline_s - now <= self.config.risk_window_s:
             yield urgent
-        if self.last_role is not None:
+        if self.last_role is not None and self._run < self.config.continuity_max_run:
             nxt = self._top(self._by_role.get(self.last_role, []))
             if nxt is not None and nxt.deadline_s <= self.last_deadline_s + self.config.continuity_s:
                 yield nxt
@@ -214,6 +217,7 @@ class RoleAwarePolicy:
 
     def _take(self, r: Request) -> Request:
         self._e.retire(r)  # its entries in every structure are stale from now on
+        self._run = self._run + 1 if r.role == self.last_role else 0
         self.last_role, self.last_deadline_s = r.role, r.deadline_s
         self._compact()
         return r
