@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -21,9 +20,15 @@ def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from engine.cast import Cast, load_project
     from engine.script import load_script
 
-    script = load_script(args.script or DEMO)
-    keep = load_project(args.project)[1].voices if args.project else None
-    return script, Cast.auto(script, keep)
+    edits: dict[int, str] = {}
+    keep = None
+    script_path = args.script or DEMO
+    if args.project:
+        saved_script, saved, edits = load_project(args.project)
+        keep = saved.voices
+        script_path = args.script or Path(saved_script)
+    script = load_script(script_path)
+    return script, Cast.auto(script, keep), edits
 
 
 def _synth(processes: int):  # type: ignore[no-untyped-def]
@@ -37,11 +42,11 @@ def cmd_render(args: argparse.Namespace) -> int:
     from engine.mixer import Pacing
     from engine.render import render_script
 
-    script, cast = _load(args)
+    script, cast, edits = _load(args)
     synth = _synth(args.processes)
     t0 = time.perf_counter()
     try:
-        result = render_script(script, cast, args.output, synth, args.stems, Pacing(gap_s=args.gap))
+        result = render_script(script, cast, args.output, synth, args.stems, Pacing(gap_s=args.gap), edits)
     finally:
         synth.close()
     wall = time.perf_counter() - t0
@@ -59,38 +64,42 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_play(args: argparse.Namespace) -> int:
-    from engine.audio_io.output import OutputSettings, make_output, terminate_portaudio
-    from engine.audio_io.ring import MixRing
-    from engine.show import Show
+    from engine.audio_io.output import OutputSettings, terminate_portaudio
+    from engine.service import Engine, EngineSettings
 
-    script, cast = _load(args)
-    synth = _synth(args.processes)
-    ring = MixRing(1 << 15)
-    out = make_output(ring, OutputSettings(args.device, args.block), args.audio_process)
-    show = Show(script, cast, synth, ring)
-    stop = threading.Event()
+    settings = EngineSettings(
+        processes=args.processes,
+        output=OutputSettings(args.device, args.block),
+        audio_process=args.audio_process,
+        policy=args.policy,
+    )
+    engine = Engine(settings)
     try:
-        show.tick()  # the first lines start synthesizing before the device opens
-        out.start()
+        script = engine.load(args.script or DEMO)
+        if args.project:
+            script = engine.open_project(args.project)
+        engine.open_output()
+        engine.play()
         print(f"playing {script.title!r}: {len(script.cues)} lines, {len(script.roles)} roles")
         limit = time.monotonic() + args.seconds if args.seconds else None
-        while not show.finished and (limit is None or time.monotonic() < limit):
-            show.tick()
-            out.sync_controls()
-            stop.wait(0.005)
-        while ring.fill_frames > 0 and (limit is None or time.monotonic() < limit):
-            time.sleep(0.01)  # let the last line play out
+        while limit is None or time.monotonic() < limit:
+            snap = engine.snapshot()
+            if snap.cues and all(c.state in ("played", "failed") for c in snap.cues):
+                break
+            time.sleep(0.05)
     except KeyboardInterrupt:
         pass
     finally:
-        out.stop()
-        show.close()
-        synth.close()
+        snap = engine.snapshot()
+        engine.close()
         terminate_portaudio()
-        underruns = ring.underruns
-        ring.close()
-    print(f"placed {show.stats.placed} of {len(script.cues)} lines; late {show.stats.late}, failed "
-          f"{len(show.stats.failed)}, underruns {underruns}")  # fmt: skip
+    f = snap.figures
+    played = sum(c.state == "played" for c in snap.cues)
+    failed = [c for c in snap.cues if c.state == "failed"]
+    print(f"played {played} of {len(snap.cues)} lines; late {f.deadline_misses}, "
+          f"failed {len(failed)}, underruns {f.underruns}")  # fmt: skip
+    for c in failed:
+        print(f"  FAILED cue {c.index + 1} ({c.role}): {c.error}", file=sys.stderr)
     return 0
 
 
@@ -148,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--block", type=int, default=256, help="frames per callback")
     pl.add_argument("--audio-process", action="store_true", help="run the stream in its own process")
     pl.add_argument("--seconds", type=float, default=0.0, help="stop after this long")
+    pl.add_argument("--policy", default="role_aware", choices=["role_aware", "fifo"])
     pl.set_defaults(func=cmd_play)
 
     sub.add_parser("voices", help="list voices").add_argument("--variants", action="store_true")

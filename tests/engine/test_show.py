@@ -1,80 +1,199 @@
-"""The real-time show driven by hand: the test plays the callback's part on numpy arrays."""
+"""The real-time show driven by hand: the test plays the callback's part on numpy arrays,
+so show time advances only when the test consumes audio from the ring."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from engine.audio_io.callback import RenderState, render
 from engine.audio_io.ring import MixRing
 from engine.cast import Cast
 from engine.core.types import SAMPLE_RATE_HZ
+from engine.scheduler import Backend, RequestClass, Scheduler, SchedulerConfig
 from engine.script import load_script
-from engine.show import Show
+from engine.show import CueState, Show
 from engine.synthesis.espeak import EspeakSynthesizer
 
-
-def _drain_until_finished(show: Show, ring: MixRing, block: int = 2048) -> np.ndarray:
-    out = np.zeros((block, 2), np.float32)
-    played: list[np.ndarray] = []
-    for _ in range(200_000):
-        show.tick()
-        for f in list(show._futures.values()):
-            f.result(10)  # the test waits on synthesis instead of sleeping
-        if show.finished and ring.fill_frames == 0:
-            break
-        render(out, ring, RenderState())
-        played.append(out.copy())
-    return np.concatenate(played)
+SR = SAMPLE_RATE_HZ
 
 
-def test_show_plays_every_line_in_order(testdata: Path) -> None:
-    script = load_script(testdata / "radio_play.txt")
-    ring = MixRing(1 << 14)
-    show = Show(script, Cast.auto(script), EspeakSynthesizer(), ring, render_ahead_ms=100)
-    try:
-        audio = _drain_until_finished(show, ring)
-    finally:
-        show.close()
-        ring.close()
-    assert show.stats.placed == len(script.cues) and not show.stats.failed
-    starts = [show.starts_s[c.index] for c in script.cues]
+class Harness:
+    """A show on the real espeak voice, with the callback played by the test."""
+
+    def __init__(self, script_path: Path, render_ahead_ms: float = 100, **show_kw: object) -> None:
+        self.script = load_script(script_path)
+        self.ring = MixRing(1 << 14)
+        self.sched = Scheduler({"espeak": Backend(EspeakSynthesizer())}, SchedulerConfig())
+        self.show = Show(
+            self.script,
+            Cast.auto(self.script),
+            self.sched,
+            self.ring,
+            render_ahead_ms=render_ahead_ms,
+            **show_kw,
+        )  # type: ignore[arg-type]
+        self.out = np.zeros((2048, 2), np.float32)
+        self.played: list[np.ndarray] = []
+
+    def settle(self) -> None:
+        """Tick until the scheduler has nothing in flight (waiting on it, not sleeping)."""
+        for _ in range(1000):
+            self.show.tick()
+            if not self.sched._inflight and not self.sched._completed:
+                self.show.tick()
+                return
+            self.sched.wake.wait(5)
+
+    def play(self, seconds: float) -> np.ndarray:
+        start = len(self.played)
+        for _ in range(round(seconds * SR / len(self.out))):
+            self.settle()
+            render(self.out, self.ring, RenderState())
+            self.played.append(self.out.copy())
+        return np.concatenate(self.played[start:]) if self.played[start:] else np.zeros((0, 2))
+
+    def play_to_end(self, limit_s: float = 300) -> np.ndarray:
+        chunks = []
+        while not self.show.finished and len(self.played) * len(self.out) < limit_s * SR:
+            chunks.append(self.play(1.0))
+        chunks.append(self.play(0.5))  # the ring still holds the render-ahead: let it play out
+        return np.concatenate(chunks)
+
+    def close(self) -> None:
+        self.show.close()
+        self.sched.close()
+        self.ring.close()
+
+
+@pytest.fixture
+def radio(testdata: Path):  # type: ignore[no-untyped-def]
+    h = Harness(testdata / "radio_play.txt")
+    yield h
+    h.close()
+
+
+def test_every_line_plays_in_order_on_time(radio: Harness) -> None:
+    audio = radio.play_to_end()
+    show = radio.show
+    assert show.stats.placed == len(radio.script.cues) and not show.stats.failed
+    starts = [t.start_s for t in show.tracks]
     assert starts == sorted(starts)
-    assert len(audio) / SAMPLE_RATE_HZ > starts[-1]
-    # each line is audible at its start
+    assert show.stats.late == 0  # synthesized ahead of the playhead: nothing late
     for s in starts:
-        k = round(s * SAMPLE_RATE_HZ)
-        assert np.abs(audio[k : k + SAMPLE_RATE_HZ // 2]).max() > 0.01
+        k = round(s * SR)
+        assert np.abs(audio[k : k + SR // 2]).max() > 0.01
+    assert all(t.state is CueState.PLAYED for t in show.tracks)
 
 
-def test_show_fills_ring_only_to_render_ahead(testdata: Path) -> None:
-    script = load_script(testdata / "lighthouse.fountain")
-    ring = MixRing(1 << 15)
-    show = Show(script, Cast.auto(script), EspeakSynthesizer(), ring, render_ahead_ms=200)
+def test_ring_filled_only_to_render_ahead(radio: Harness) -> None:
+    radio.show.tick()
+    assert radio.ring.fill_frames == round(0.1 * SR)
+    radio.show.tick()
+    assert radio.ring.fill_frames == round(0.1 * SR)
+
+
+def test_deadlines_follow_the_show_clock(radio: Harness) -> None:
+    radio.show.tick()
+    first = radio.show.tracks[0].requests[0]
+    assert first.klass is RequestClass.SCRIPTED
+    # the first line starts at the 0.25 s lead-in; the writer is 0.1 s ahead of the playhead
+    assert first.deadline_s - radio.sched.clock() == pytest.approx(0.25 - 0.1, abs=0.05)
+
+
+def test_long_lines_stream_chunk_by_chunk(testdata: Path) -> None:
+    h = Harness(testdata / "lighthouse.fountain")
     try:
-        show.tick()
-        assert ring.fill_frames == round(0.2 * SAMPLE_RATE_HZ)
-        show.tick()
-        assert ring.fill_frames == round(0.2 * SAMPLE_RATE_HZ)  # nothing consumed, nothing added
+        t = h.show.tracks[1]  # "Then the light stays lit. That is all we can do for him."
+        assert len(t.chunks) == 2
+        h.play_to_end()
+        clips = [c for c in h.show.mixer.clips if c.cue_index == 1]
+        assert len(clips) == 2 and clips[1].start_frame == clips[0].end_frame  # seamless
     finally:
-        show.close()
-        ring.close()
+        h.close()
 
 
-def test_late_line_goes_in_late_not_lost(testdata: Path) -> None:
-    script = load_script(testdata / "radio_play.txt")
-    ring = MixRing(1 << 14)
-    show = Show(script, Cast.auto(script), EspeakSynthesizer(), ring, render_ahead_ms=100, prefetch=1)
-    out = np.zeros((4800, 2), np.float32)
+def test_adlib_comes_out_over_the_show(radio: Harness) -> None:
+    radio.play(1.0)
+    r = radio.show.adlib("ELSA", "Wait, someone is at the door!")
+    radio.play(0.5)
+    assert r.t_done > 0 and r.fallback is False
+    adlib_clips = [c for c in radio.show.mixer.clips if c.cue_index == -1]
+    assert len(adlib_clips) == 1
+    # placed at the frame being written when it arrived: within a breath of "now"
+    assert abs(adlib_clips[0].start_frame / SR - 1.1) < 0.5
+
+
+def test_seek_recomputes_and_skips(radio: Harness) -> None:
+    radio.play(0.5)
+    target = radio.show.planned_start_s(5)
+    radio.show.seek(target)
+    assert radio.ring.fill_frames == 0  # queued audio dropped
+    radio.play(0.5)
+    assert radio.show.playhead_s == pytest.approx(target + 0.5, abs=0.05)
+    audio = radio.play_to_end()
+    assert np.abs(audio).max() > 0.05
+    played = [t for t in radio.show.tracks if t.start_s is not None]
+    assert min(t.cue.index for t in played if t.start_s >= target - 1e-6) == 5
+
+
+def test_edit_retakes_only_that_line(radio: Harness) -> None:
+    radio.play(0.5)
+    radio.settle()
+    before = {t.cue.index: t.requests[0] for t in radio.show.tracks if t.requests}
+    radio.show.retake(6, "Did you hear that bell, Papa?")
+    radio.settle()
+    after = {t.cue.index: t.requests[0] for t in radio.show.tracks if t.requests}
+    changed = [i for i in before if before[i] is not after[i]]
+    assert changed == [6]
+    assert after[6].klass is RequestClass.RETAKE
+    assert radio.show.tracks[6].cue.text == "Did you hear that bell, Papa?"
+
+
+def test_recast_requeues_the_roles_lines(radio: Harness) -> None:
+    radio.play(0.5)
+    radio.settle()
+    papa = [t.cue.index for t in radio.show.tracks if t.cue.role == "PAPA"]
+    old = {i: radio.show.tracks[i].requests[0] for i in papa if radio.show.tracks[i].requests}
+    radio.show.recast("PAPA", voice_id="en-gb-x-rp+m7", pitch=20)
+    radio.settle()
+    for i, r in old.items():
+        t = radio.show.tracks[i]
+        if t.start_s is None or t.start_s >= radio.show.write_s:
+            assert t.requests[0] is not r and t.requests[0].voice.voice_id == "en-gb-x-rp+m7"
+    elsa = next(t for t in radio.show.tracks if t.cue.role == "ELSA")
+    assert elsa.requests[0].voice.voice_id != "en-gb-x-rp+m7"
+
+
+def test_mute_changes_the_mix_live(radio: Harness) -> None:
+    radio.show.recast("NARRATOR", mute=True)
+    audio = radio.play(2.0)  # the narrator opens the show
+    assert np.abs(audio).max() == 0.0
+    assert radio.show.tracks[0].requests[0].voice.mute  # no re-take needed for a mute
+
+
+def test_failed_line_marks_and_goes_on(testdata: Path) -> None:
+    h = Harness(testdata / "radio_play.txt")
     try:
-        # the callback runs 1 s ahead before any line is ready: the first line is late
-        for _ in range(10):
-            show._render_ahead()
-            render(out, ring, RenderState())
-        audio = _drain_until_finished(show, ring)
+        h.show.cast.set("ELSA", voice_id="xx-nowhere")  # espeak has no such voice
+        h.play_to_end()
+        failed = [t for t in h.show.tracks if t.state is CueState.FAILED]
+        assert failed and all(t.cue.role == "ELSA" for t in failed)
+        assert "no voice 'xx-nowhere'" in failed[0].error
+        assert all(t.state is CueState.PLAYED for t in h.show.tracks if t.cue.role != "ELSA")
     finally:
-        show.close()
-        ring.close()
-    assert show.stats.late >= 1 and show.stats.placed == len(script.cues)
-    assert show.starts_s[0] >= 1.0 and np.abs(audio).max() > 0.05
+        h.close()
+
+
+def test_loop_scene_replays_it(testdata: Path) -> None:
+    h = Harness(testdata / "lighthouse.fountain")
+    try:
+        h.show.loop_scene(1)  # ".THE ROCKS": one HALE line
+        start, end = h.show.loop
+        h.show.seek(start)
+        h.play(2 * (end - start) + 0.5)
+        assert start <= h.show.write_s <= end + 0.1  # still inside the scene
+    finally:
+        h.close()

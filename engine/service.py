@@ -1,0 +1,468 @@
+"""The engine facade: what the GUI, the CLI and the server talk to.
+
+`Engine` owns the engine thread, the ring, the scheduler, the show and the audio output.
+Callers on other threads never touch those directly: commands are queued and run on the
+engine thread, and state comes back as immutable `EngineSnapshot`s (see DESIGN.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engine.audio_io.output import AudioOutput, AudioProcess, OutputSettings, make_output
+from engine.audio_io.ring import MixRing
+from engine.cast import Cast, load_project, save_project
+from engine.core.errors import TroupeError
+from engine.core.types import SAMPLE_RATE_HZ, Script, Voice
+from engine.metrics import AnomalyDetector, Rolling
+from engine.mixer import Pacing
+from engine.render import Progress, RenderResult, render_script
+from engine.scheduler import Backend, Request, Scheduler, SchedulerConfig, State
+from engine.scheduler.request import Clock, monotonic
+from engine.script import load_script
+from engine.show import Show
+from engine.synthesis.espeak import EspeakSynthesizer
+from engine.synthesis.pool import EspeakPool
+
+T = TypeVar("T")
+HISTORY_COLUMNS = 600
+"""Priority heatmap width: 30 s at one column per 50 ms scheduler tick."""
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """How the engine runs; every field can come from the command line or the GUI."""
+
+    processes: int = 1
+    """espeak-ng worker processes (1 = in this process)."""
+    policy: str = "role_aware"
+    output: OutputSettings = field(default_factory=OutputSettings)
+    audio_process: bool = False
+    render_ahead_ms: float = 200.0
+    pacing: Pacing = field(default_factory=Pacing)
+    ring_frames: int = 1 << 15
+
+
+@dataclass(frozen=True)
+class CueView:
+    """One cue as the GUI shows it."""
+
+    index: int
+    role: str
+    text: str
+    scene: int
+    state: str
+    start_s: float
+    duration_s: float
+    late_ms: float
+    fallback: bool
+    error: str
+    hints: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Figures:
+    """The latency monitor's numbers."""
+
+    adlib_p50_ms: float = float("nan")
+    adlib_p95_ms: float = float("nan")
+    queue_wait_p50_ms: float = float("nan")
+    queue_wait_p95_ms: float = float("nan")
+    rtf: float = float("nan")
+    ring_fill_ms: float = 0.0
+    callback_load: float = 0.0
+    """Median callback time / block period over the latest callbacks."""
+    underruns: int = 0
+    queue_depth: int = 0
+    deadline_misses: int = 0
+    fallbacks: int = 0
+    anomalies: int = 0
+
+
+@dataclass(frozen=True)
+class EngineSnapshot:
+    """Everything the GUI draws, frozen at one moment."""
+
+    version: int
+    title: str = ""
+    path: str = ""
+    playing: bool = False
+    output_open: bool = False
+    playhead_s: float = 0.0
+    end_s: float = 0.0
+    cues: tuple[CueView, ...] = ()
+    roles: tuple[str, ...] = ()
+    voices: dict[str, Voice] = field(default_factory=dict)
+    scenes: tuple[str, ...] = ()
+    priorities: NDArray[np.float32] = field(
+        default_factory=lambda: np.zeros((0, HISTORY_COLUMNS), np.float32)
+    )
+    """roles x HISTORY_COLUMNS, newest column last."""
+    figures: Figures = field(default_factory=Figures)
+    latency_points: tuple[tuple[float, float, bool], ...] = ()
+    """(show time s, latency ms, missed) of recent lines, for the rolling plot."""
+    cue_stack: bool = False
+
+
+class Engine:
+    """The running engine; thread-safe methods that post to the engine thread."""
+
+    def __init__(self, settings: EngineSettings | None = None, clock: Clock = monotonic) -> None:
+        self.settings = settings or EngineSettings()
+        self.clock = clock
+        self.ring = MixRing(self.settings.ring_frames)
+        synth = EspeakPool(self.settings.processes) if self.settings.processes > 1 else EspeakSynthesizer()
+        self.scheduler = Scheduler(
+            {"espeak": Backend(synth)}, SchedulerConfig(policy=self.settings.policy), clock
+        )
+        self.script: Script | None = None
+        self.cast = Cast()
+        self.show: Show | None = None
+        self.output: AudioOutput | AudioProcess | None = None
+        self.project_path: Path | None = None
+        self.edits: dict[int, str] = {}
+        self.messages: queue.SimpleQueue[str] = queue.SimpleQueue()
+        """Errors and notices for the GUI's banner (already user-readable)."""
+        self._commands: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._snapshot = EngineSnapshot(version=0)
+        self._version = 0
+        self._history = np.zeros((0, HISTORY_COLUMNS), np.float32)
+        self._last_history_t = 0.0
+        self.adlib_ms = Rolling(120.0, clock)
+        self.queue_wait_ms = Rolling(60.0, clock)
+        self.anomalies = AnomalyDetector(clock=clock)
+        self._latency_points: list[tuple[float, float, bool]] = []
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="troupe-engine", daemon=True)
+        self._thread.start()
+
+    # --- engine thread -------------------------------------------------------------
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                while True:
+                    self._commands.get_nowait()()
+            except queue.Empty:
+                pass
+            if self.show is not None:
+                try:
+                    self.show.tick()
+                except TroupeError as exc:
+                    self.messages.put(str(exc))
+            if self.output is not None:
+                self.output.sync_controls()
+            self._record()
+            self._wake.wait(0.005)
+            self._wake.clear()
+
+    def call(self, fn: Callable[[], T], timeout_s: float = 10.0) -> T:
+        """Run `fn` on the engine thread and return its result (or raise its error)."""
+        fut: Future[T] = Future()
+
+        def run() -> None:
+            try:
+                fut.set_result(fn())
+            except BaseException as exc:
+                fut.set_exception(exc)
+
+        self._commands.put(run)
+        self._wake.set()
+        return fut.result(timeout_s)
+
+    def post(self, fn: Callable[[], None]) -> None:
+        """Run `fn` on the engine thread soon; errors go to the message banner."""
+
+        def run() -> None:
+            try:
+                fn()
+            except TroupeError as exc:
+                self.messages.put(str(exc))
+
+        self._commands.put(run)
+        self._wake.set()
+
+    def _record(self) -> None:
+        now = self.clock()
+        if now - self._last_history_t < 0.05:
+            return
+        self._last_history_t = now
+        show = self.show
+        if show is not None and self._history.shape[0]:
+            pr = self.scheduler.role_priorities()
+            self._history = np.roll(self._history, -1, axis=1)
+            self._history[:, -1] = [pr.get(r, 0.0) for r in show.script.roles]
+        self._snapshot = self._build_snapshot()
+
+    def _on_request_done(self, r: Request) -> None:
+        if r.state is State.DONE:
+            self.queue_wait_ms.add((r.t_dispatched - r.t_enqueued) * 1000)
+            self.anomalies.observe("synthesize", (r.t_done - r.t_dispatched) * 1000, str(r.id))
+
+    def _build_snapshot(self) -> EngineSnapshot:
+        self._version += 1
+        show = self.show
+        if show is None or self.script is None:
+            return EngineSnapshot(version=self._version, output_open=self.output is not None)
+        cues = tuple(
+            CueView(
+                t.cue.index,
+                t.cue.role,
+                t.cue.text,
+                t.cue.scene,
+                t.state.value,
+                t.start_s if t.start_s is not None else show.planned_start_s(t.cue.index),
+                t.est_duration_s,
+                t.late_ms,
+                t.fallback,
+                t.error,
+                t.cue.hints,
+            )
+            for t in show.tracks
+        )
+        times = self.ring.callback_times_ns()[-512:]
+        block_ns = self.settings.output.block_frames / SAMPLE_RATE_HZ * 1e9
+        figures = Figures(
+            adlib_p50_ms=self.adlib_ms.percentile(50), adlib_p95_ms=self.adlib_ms.percentile(95),
+            queue_wait_p50_ms=self.queue_wait_ms.percentile(50),
+            queue_wait_p95_ms=self.queue_wait_ms.percentile(95),
+            rtf=self.scheduler.backends["espeak"].rtf,
+            ring_fill_ms=self.ring.fill_frames / SAMPLE_RATE_HZ * 1000,
+            callback_load=float(np.median(times)) / block_ns if times.size else 0.0,
+            underruns=self.ring.underruns, queue_depth=self.scheduler.pending_count,
+            deadline_misses=show.stats.late, fallbacks=sum(t.fallback for t in show.tracks),
+            anomalies=len(self.anomalies.flagged),
+        )  # fmt: skip
+        points = tuple((t.start_s, t.late_ms, t.late_ms > 0) for t in show.tracks if t.start_s is not None)
+        return EngineSnapshot(
+            version=self._version, title=self.script.title, path=self.script.path,
+            playing=self.ring.playing and self.output is not None, output_open=self.output is not None,
+            playhead_s=show.playhead_s, end_s=show.end_s, cues=cues, roles=tuple(self.script.roles),
+            voices={r: self.cast[r] for r in self.script.roles},
+            scenes=tuple(s.heading for s in self.script.scenes), priorities=self._history.copy(),
+            figures=figures, latency_points=points[-400:], cue_stack=show.cue_stack,
+        )  # fmt: skip
+
+    # --- any thread: queries ---------------------------------------------------------
+    def snapshot(self) -> EngineSnapshot:
+        """The latest snapshot (replaced whole by the engine thread, ~20 Hz)."""
+        return self._snapshot  # NB: one reference read of an immutable object
+
+    # --- any thread: commands --------------------------------------------------------
+    def load(self, path: str | Path, keep_cast: bool = True) -> Script:
+        """Import a script and make it the show; on a bad file the current show stays."""
+        script = load_script(path)  # raises ScriptError before anything changes
+
+        def swap() -> Script:
+            self._install(script, Cast.auto(script, self.cast.voices if keep_cast else None), {})
+            return script
+
+        return self.call(swap)
+
+    def _install(self, script: Script, cast: Cast, edits: dict[int, str]) -> None:
+        if self.show is not None:
+            self.show.close()
+        self.ring.set_controls(playing=False, gain=self.ring.gain)
+        self.ring.reset()
+        self.script, self.cast, self.edits = script, cast, dict(edits)
+        if edits:
+            cues = tuple(c.with_text(edits[c.index]) if c.index in edits else c for c in script.cues)
+            script = replace(script, cues=cues)
+        self.show = Show(script, cast, self.scheduler, self.ring, self.settings.pacing,
+                         self.settings.render_ahead_ms, clock=self.clock)  # fmt: skip
+        self.show.on_request_done = self._on_request_done
+        self._history = np.zeros((len(script.roles), HISTORY_COLUMNS), np.float32)
+        self._snapshot = self._build_snapshot()
+
+    def open_output(self) -> None:
+        """Open the audio device (in this process or the audio process)."""
+
+        def open_() -> None:
+            if self.output is None:
+                out = make_output(self.ring, self.settings.output, self.settings.audio_process)
+                out.start()
+                self.output = out
+
+        self.call(open_, timeout_s=30)
+
+    def close_output(self) -> None:
+        def close_() -> None:
+            if self.output is not None:
+                self.output.stop()
+                self.output = None
+
+        self.call(close_, timeout_s=30)
+
+    def set_device(self, device: str | int | None) -> None:
+        was_open = self.output is not None
+        self.close_output()
+        self.settings = replace(self.settings, output=replace(self.settings.output, device=device))
+        if was_open:
+            self.open_output()
+
+    def play(self) -> None:
+        self.post(lambda: self._show().pause(False))
+
+    def pause(self) -> None:
+        self.post(lambda: self._show().pause(True))
+
+    def toggle(self) -> None:
+        self.post(lambda: self._show().pause(self.ring.playing))
+
+    def stop(self) -> None:
+        """Stop and rewind to the top of the show."""
+
+        def stop_() -> None:
+            self._show().pause(True)
+            self._show().seek(0.0)
+
+        self.post(stop_)
+
+    def panic(self) -> None:
+        """Silence now: drop everything queued in the ring and pause."""
+
+        def panic_() -> None:
+            self.ring.set_controls(playing=False, gain=self.ring.gain)
+            self.ring.reset()
+
+        self.post(panic_)
+
+    def seek(self, show_s: float) -> None:
+        self.post(lambda: self._show().seek(show_s))
+
+    def jump_to_cue(self, index: int) -> None:
+        self.post(lambda: self._show().seek(self._show().planned_start_s(index)))
+
+    def go(self) -> None:
+        """GO: start playing, or in cue-stack mode release the next cue."""
+
+        def go_() -> None:
+            show = self._show()
+            if show.cue_stack:
+                show.go()
+            show.pause(False)
+
+        self.post(go_)
+
+    def set_cue_stack(self, on: bool) -> None:
+        self.post(lambda: setattr(self._show(), "cue_stack", on))
+
+    def loop_scene(self, scene: int | None) -> None:
+        self.post(lambda: self._show().loop_scene(scene))
+
+    def skip(self, direction: int = 1) -> None:
+        def skip_() -> None:
+            show = self._show()
+            if direction > 0:
+                show.skip()
+            else:
+                head = show.playhead_s
+                earlier = [
+                    s for s in (show.planned_start_s(t.cue.index) for t in show.tracks) if s < head - 0.5
+                ]
+                show.seek(max(earlier) if earlier else 0.0)
+
+        self.post(skip_)
+
+    def adlib(self, role: str, text: str) -> None:
+        """Speak a typed line as `role` as soon as possible."""
+        text = text.strip()
+        if not text:
+            raise TroupeError("an ad-lib needs some text")
+        if len(text) > 2000:
+            raise TroupeError("an ad-lib is limited to 2000 characters")
+
+        def adlib_() -> None:
+            r = self._show().adlib(role.upper(), text)
+            t0 = self.clock()
+            r.on_done = _chain(r.on_done, lambda req: self.adlib_ms.add((self.clock() - t0) * 1000))
+
+        self.post(adlib_)
+
+    def edit_line(self, index: int, text: str) -> None:
+        text = text.strip()
+        if not text:
+            raise TroupeError(f"cue {index + 1}: a line cannot be empty")
+
+        def edit() -> None:
+            self.edits[index] = text
+            self._show().retake(index, text)
+
+        self.post(edit)
+
+    def set_voice(self, role: str, **changes: Any) -> None:
+        """Change a role's voice or mix settings live (validated; errors go to the banner)."""
+        self.post(lambda: self._recast(role, changes))
+
+    def _recast(self, role: str, changes: dict[str, Any]) -> None:
+        self._show().recast(role, **changes)
+
+    def _show(self) -> Show:
+        if self.show is None:
+            raise TroupeError("no script is loaded")
+        return self.show
+
+    # --- projects and export ---------------------------------------------------------
+    def save_project(self, path: str | Path) -> None:
+        def save() -> None:
+            if self.script is None:
+                raise TroupeError("nothing to save: no script is loaded")
+            save_project(path, self.script.path, self.cast, self.edits)
+            self.project_path = Path(path)
+
+        self.call(save)
+
+    def open_project(self, path: str | Path) -> Script:
+        script_path, cast, edits = load_project(path)
+        script = load_script(script_path)
+
+        def swap() -> Script:
+            self._install(script, Cast.auto(script, cast.voices), edits)
+            self.project_path = Path(path)
+            return script
+
+        return self.call(swap)
+
+    def render(self, out: str | Path, stems: str | Path | None = None, progress: Progress | None = None,
+               cancel: threading.Event | None = None) -> RenderResult:  # fmt: skip
+        """Offline render of the current show (on the caller's thread, own synthesizer)."""
+        script, cast, edits = self.call(lambda: (self.script, Cast(dict(self.cast.voices)), dict(self.edits)))
+        if script is None:
+            raise TroupeError("nothing to render: no script is loaded")
+        synth = EspeakSynthesizer()
+        return render_script(script, cast, out, synth, stems, self.settings.pacing, edits, progress, cancel)
+
+    def close(self) -> None:
+        if self.output is not None:
+            with contextlib.suppress(TroupeError):
+                self.close_output()
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(10)
+        if self.show is not None:
+            self.show.close()
+        self.scheduler.close()
+        for b in self.scheduler.backends.values():
+            b.synth.close()
+        self.ring.close()
+
+
+def _chain(
+    first: Callable[[Request], None] | None, then: Callable[[Request], None]
+) -> Callable[[Request], None]:
+    def both(r: Request) -> None:
+        if first is not None:
+            first(r)
+        then(r)
+
+    return both
