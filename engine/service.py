@@ -374,20 +374,34 @@ class Engine:
 
         self.post(skip_)
 
-    def adlib(self, role: str, text: str) -> None:
-        """Speak a typed line as `role` as soon as possible."""
+    def adlib(self, role: str, text: str) -> Future[Request]:
+        """Speak a typed line as `role` as soon as possible; the future resolves to the
+        request once it is placed in the mix (or has failed)."""
         text = text.strip()
         if not text:
             raise TroupeError("an ad-lib needs some text")
         if len(text) > 2000:
             raise TroupeError("an ad-lib is limited to 2000 characters")
 
+        result: Future[Request] = Future()
+        t0 = self.clock()
+
+        def finished(req: Request) -> None:
+            if req.t_placed:
+                self.adlib_ms.add((req.t_placed - t0) * 1000)
+            result.set_result(req)
+
         def adlib_() -> None:
-            r = self._show().adlib(role.upper(), text)
-            t0 = self.clock()
-            r.on_done = _chain(r.on_done, lambda req: self.adlib_ms.add((self.clock() - t0) * 1000))
+            try:
+                r = self._show().adlib(role.upper(), text)
+            except TroupeError as exc:
+                result.set_exception(exc)
+                raise
+            r.t_enqueued = t0  # latency counts from the director's Enter, not the engine's pickup
+            r.on_done = _chain(r.on_done, finished)
 
         self.post(adlib_)
+        return result
 
     def edit_line(self, index: int, text: str) -> None:
         text = text.strip()

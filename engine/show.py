@@ -340,7 +340,9 @@ class Show:
     def _place_adlib(self, r: Request) -> None:
         if r.state is State.DONE and r.audio is not None and r.audio.size:
             self.mixer.add(Clip(self.write_frame, r.role, r.audio, -1))
-            r.t_placed = self.clock()  # type: ignore[attr-defined]
+            r.t_placed = self.clock()
+            # heard once the callback has read what was ahead of it, plus the device latency
+            r.t_played = r.t_placed + self.ring.fill_frames / SR + self.ring.output_latency_s()
 
     def retake(self, cue_index: int, text: str | None = None) -> None:
         """Re-voice one cue (edited text or a new voice); nothing else is re-rendered."""

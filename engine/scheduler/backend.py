@@ -54,7 +54,9 @@ class Backend:
         self.clock = clock
         self.inflight = 0
         self.rtf = 0.05
-        """Measured seconds of compute per second of audio (EWMA), starting from a guess."""
+        """Measured seconds of compute per second of audio for one request (latency, EWMA)."""
+        self.cost_per_audio_s = self.rtf / self.slots
+        """Backend time one second of audio uses up, batching and slots included (EWMA)."""
         self._executor = (
             None if pooled else ThreadPoolExecutor(self.slots, thread_name_prefix=f"troupe-{self.name}")
         )
@@ -68,6 +70,10 @@ class Backend:
         """How long voicing `r` would take on this backend, from its measured speed."""
         return self.rtf * r.est_audio_s
 
+    def cost_s(self, r: Request) -> float:
+        """How much of this backend's time `r` uses up (what the policy's slack counts)."""
+        return self.cost_per_audio_s * r.est_audio_s
+
     def bucket(self, r: Request) -> int:
         """Length bucket: neural backends pad a batch to its longest item, so batch alikes."""
         return len(r.text) // 48 if self.length_buckets else 0
@@ -78,7 +84,9 @@ class Backend:
         audio_s = sum(len(a) for a in batch.results) / SAMPLE_RATE_HZ
         if audio_s > 0:
             measured = (batch.t_end - batch.t_start) / audio_s
-            self.rtf = 0.8 * self.rtf + 0.2 * measured
+            per_item = measured * len(batch.requests)  # a batch's time is shared by its items
+            self.rtf = 0.8 * self.rtf + 0.2 * min(per_item, measured * self.max_batch)
+            self.cost_per_audio_s = 0.8 * self.cost_per_audio_s + 0.2 * measured / self.slots
 
     def start(self, requests: Sequence[Request], on_complete: Completion) -> Batch:
         now = self.clock()

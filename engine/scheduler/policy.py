@@ -2,11 +2,12 @@
 
 Both keep their order in structures whose keys do not change with time, so a decision
 costs O(log n) at any depth:
-- role-aware: ad-libs first (FIFO among them); then requests at risk of missing their
-  deadline, earliest deadline first; then the current speaker's next lines inside the
-  continuity window; then the rest by `weight * class_factor + age_rate * age`. The age
-  term is additive, so a weight-1 role under a flood of weight-10 work is served once it
-  has waited (10 - 1) / age_rate seconds longer than them: nothing starves.
+- role-aware: ad-libs first (FIFO among them); then the current speaker's next lines
+  inside the continuity window, then the rest by `weight * class_factor + age_rate * age`,
+  but only while that keeps the nearest deadlines feasible; otherwise the earliest deadline
+  that can still be met (EDF). The age term is additive, so a weight-1 role under a flood
+  of weight-10 work is served once it has waited (10 - 1) / age_rate seconds longer than
+  them: nothing starves.
   `weight + age_rate * (now - t_enqueued)` ranks like `weight - age_rate * t_enqueued`,
   a key fixed at arrival (the `now` term is common to all).
 - FIFO: arrival order; the baseline the benchmarks compare against.
@@ -14,6 +15,7 @@ costs O(log n) at any depth:
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import itertools
 from collections import deque
@@ -147,13 +149,27 @@ def _role_priorities(
 
 
 class RoleAwarePolicy:
-    """Ad-libs, then deadline risk (EDF), then continuity, then weight plus age."""
+    """Ad-libs first; otherwise the best request by weight, age and continuity, as long as
+    serving it leaves every queued deadline feasible (slack stealing); when it would not,
+    the earliest deadline that can still be met goes first.
+
+    The deadline order is a sorted list. The system's slack, min over queued deadlines of
+    (deadline - now - estimated work due before it), is computed by a scan of up to
+    `scan_limit` deadlines at most every `refresh_s`, and kept up to date in between in O(1)
+    (conservatively: it is only ever lowered by arrivals and by out-of-order picks).
+    """
 
     name = "role_aware"
+    scan_limit = 4096
+    refresh_s = 0.05
 
     def __init__(self, config: PolicyConfig | None = None, weights: Mapping[str, float] | None = None):
         self.config = config or PolicyConfig()
         self.weights: dict[str, float] = dict(weights or {})
+        self.service_s: Callable[[Request], float] = lambda r: 0.0
+        """Estimated backend time a request costs (throughput-based); set by the scheduler."""
+        self.latency_s: Callable[[Request], float] = lambda r: 0.0
+        """Estimated time from dispatch to its audio (a whole batch, for batched backends)."""
         self._e = _Entries()
         self._adlib: deque[tuple[int, Request]] = deque()
         self._edf: list[tuple[float, int, Request]] = []
@@ -163,16 +179,25 @@ class RoleAwarePolicy:
         self.last_role: str | None = None
         self.last_deadline_s = 0.0
         self._run = 0
+        self._slack = float("inf")
+        self._slack_at = -float("inf")
+        self._work = 0.0
 
     def _key(self, r: Request) -> float:
         w = self.weights.get(r.role, r.voice.weight) * CLASS_FACTOR[r.klass]
         return -(w - self.config.age_rate_per_s * r.t_enqueued)
 
     def push(self, r: Request) -> None:
+        cost = self.service_s(r)
+        now = r.t_enqueued
+        if r.deadline_s - now - cost >= 0:  # deadlines after it lose `cost`; its own slack >= ...
+            own = r.deadline_s - now - self._work - cost + (now - self._slack_at)
+            self._slack = min(self._slack - cost, own)
+            self._work += cost
         t = self._e.issue(r)
         if r.klass is RequestClass.ADLIB:
             self._adlib.append((t, r))
-        heapq.heappush(self._edf, (r.deadline_s, t, r))
+        bisect.insort(self._edf, (r.deadline_s, t, r), key=lambda e: (e[0], e[1]))
         heapq.heappush(self._prio, (self._key(r), t, r))
         heapq.heappush(self._by_role.setdefault(r.role, []), (r.deadline_s, t, r))
         self._oldest.setdefault(r.role, deque()).append((t, r))
@@ -185,16 +210,49 @@ class RoleAwarePolicy:
             heapq.heappop(heap)
         return None
 
-    def _candidates(self, now: float) -> Iterator[Request]:
-        while self._adlib:
-            t, first = self._adlib[0]
-            if self._e.valid(first, t):
-                yield first
+    def refresh(self, now: float) -> None:
+        """Recompute the system's slack from the nearest `scan_limit` deadlines."""
+        self._drop_front(now)
+        slack, work, seen, keep = float("inf"), 0.0, 0, []
+        edf = self._edf
+        k = 0
+        for k, (d, t, r) in enumerate(edf):
+            if seen >= self.scan_limit:
+                k -= 1
                 break
-            self._adlib.popleft()
-        urgent = self._top(self._edf)
-        if urgent is not None and urgent.deadline_s - now <= self.config.risk_window_s:
-            yield urgent
+            if not self._e.valid(r, t):
+                continue
+            cost = self.service_s(r)
+            if d - now - max(cost, self.latency_s(r)) < 0:
+                continue  # cannot be met any more: it is served by weight, not urgency
+            keep.append((d, t, r))
+            work += cost
+            # its audio arrives a batch latency after its share of the work is done
+            slack = min(slack, d - now - work - max(0.0, self.latency_s(r) - cost))
+            seen += 1
+        edf[: k + 1] = keep  # garbage and lost deadlines leave the deadline order
+        self._slack, self._slack_at, self._work = slack, now, work
+
+    def _drop_front(self, now: float) -> None:
+        edf, n = self._edf, 0
+        while n < len(edf):
+            d, t, r = edf[n]
+            if self._e.valid(r, t) and d - now - max(self.service_s(r), self.latency_s(r)) >= 0:
+                break
+            n += 1
+        if n:
+            del edf[:n]
+
+    def _urgent(self, now: float) -> Request | None:
+        """The earliest deadline that can still be met."""
+        self._drop_front(now)
+        return self._edf[0][2] if self._edf else None
+
+    def _budget(self, now: float) -> float:
+        return self._slack - (now - self._slack_at)
+
+    def _preferred(self) -> Iterator[Request]:
+        """Requests in the order the director's weights (and continuity) want them."""
         if self.last_role is not None and self._run < self.config.continuity_max_run:
             nxt = self._top(self._by_role.get(self.last_role, []))
             if nxt is not None and nxt.deadline_s <= self.last_deadline_s + self.config.continuity_s:
@@ -204,18 +262,35 @@ class RoleAwarePolicy:
             yield best
 
     def pop(self, now: float, accept: Accept | None = None) -> Request | None:
-        for r in self._candidates(now):
-            if accept is None or accept(r):
+        while self._adlib:
+            t, first = self._adlib[0]
+            if self._e.valid(first, t) and (accept is None or accept(first)):
+                return self._take(first)
+            if not self._e.valid(first, t):
+                self._adlib.popleft()
+            else:
+                break
+        if now - self._slack_at > self.refresh_s:
+            self.refresh(now)
+        urgent = self._urgent(now)
+        for r in self._preferred():
+            if accept is not None and not accept(r):
+                continue
+            # serve the preferred request only if every queued deadline stays feasible
+            if urgent is None or r is urgent or self.service_s(r) <= self._budget(now):
+                if r is not urgent:
+                    self._slack -= self.service_s(r)
                 return self._take(r)
-        if accept is None:
-            return None
-        # The best candidates belong elsewhere (e.g. a busy backend): look further down.
-        for _, t, r in sorted(self._prio)[:256]:
-            if self._e.valid(r, t) and accept(r):
+            break
+        if urgent is not None and (accept is None or accept(urgent)):
+            return self._take(urgent)
+        for _, t, r in sorted(self._prio)[:256]:  # best candidates are for another backend
+            if self._e.valid(r, t) and (accept is None or accept(r)):
                 return self._take(r)
         return None
 
     def _take(self, r: Request) -> Request:
+        self._work = max(0.0, self._work - self.service_s(r))
         self._e.retire(r)  # its entries in every structure are stale from now on
         self._run = self._run + 1 if r.role == self.last_role else 0
         self.last_role, self.last_deadline_s = r.role, r.deadline_s
@@ -242,11 +317,12 @@ class RoleAwarePolicy:
 
     def reindex(self) -> None:
         """Rebuild every structure from the live requests (after weights or deadlines change)."""
-        live = [r for r in self.pending()]
+        live = list(self.pending())
         live.sort(key=lambda r: self._e.token[r.id])  # keep arrival order
         self._e = _Entries()
         self._adlib.clear()
         self._edf, self._prio, self._by_role, self._oldest = [], [], {}, {}
+        self._slack, self._slack_at, self._work = float("inf"), -float("inf"), 0.0
         for r in live:
             self.push(r)
 

@@ -80,6 +80,8 @@ class Request:
     t_synth_start: float = 0.0
     t_first_chunk: float = 0.0
     t_done: float = 0.0
+    t_placed: float = 0.0
+    """When the show placed it in the mix (its first sample goes into the ring in that tick)."""
     t_played: float = 0.0
     """When its first sample was heard (from the callback's DAC time), if known."""
     on_done: Callable[[Request], None] | None = None

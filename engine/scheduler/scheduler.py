@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from engine.core.errors import QueueFull
 from engine.scheduler.backend import Backend, Batch
-from engine.scheduler.policy import Policy, PolicyConfig, make_policy
+from engine.scheduler.policy import Policy, PolicyConfig, RoleAwarePolicy, make_policy
 from engine.scheduler.request import Clock, Request, RequestClass, State, monotonic
 
 
@@ -63,6 +63,9 @@ class Scheduler:
         self.backends = dict(backends)
         self.clock = clock
         self.policy: Policy = make_policy(self.config.policy, self.config.policy_config)
+        if isinstance(self.policy, RoleAwarePolicy):
+            self.policy.service_s = self._cost
+            self.policy.latency_s = self._latency
         self.weights: dict[str, float] = {}
         self.stats = SchedulerStats()
         self.wake = threading.Event()
@@ -93,6 +96,14 @@ class Scheduler:
             self.stats.submitted += 1
         self.wake.set()
         return r
+
+    def _cost(self, r: Request) -> float:
+        backend = self.backends.get(r.backend)
+        return backend.cost_s(r) if backend is not None else 0.0
+
+    def _latency(self, r: Request) -> float:
+        backend = self.backends.get(r.backend)
+        return backend.estimate_s(r) if backend is not None else 0.0
 
     def _default(self) -> str:
         return (

@@ -28,20 +28,49 @@ def test_fifo_serves_arrival_order(clock: ManualClock) -> None:
     assert _drain(p, clock) == ["1", "2", "3"]
 
 
-def test_role_aware_order(clock: ManualClock) -> None:
-    p = RoleAwarePolicy(PolicyConfig(risk_window_s=1.0), {"LEAD": 10, "EXTRA": 1, "NARR": 3})
+def _serve_all(policy, clock: ManualClock, service_s: float) -> list[str]:  # type: ignore[no-untyped-def]
+    """Pop until empty, the clock moving on by each request's service time."""
+    policy.service_s = lambda r: service_s
+    out = []
+    while (r := policy.pop(clock())) is not None:
+        out.append(r.text)
+        clock.advance(service_s)
+    return out
+
+
+def test_role_aware_order_under_deadline_pressure(clock: ManualClock) -> None:
+    p = RoleAwarePolicy(weights={"LEAD": 10, "EXTRA": 1, "NARR": 3})
+    t = clock()
     _push(
         p, clock,
-        req("EXTRA", "extra-far", deadline=clock() + 60),
-        req("NARR", "narr-far", deadline=clock() + 60),
-        req("LEAD", "lead-far", deadline=clock() + 60),
-        req("EXTRA", "extra-urgent", deadline=clock() + 0.5),
-        req("NARR", "narr-urgent", deadline=clock() + 0.3),
+        req("EXTRA", "extra-far", deadline=t + 60),
+        req("NARR", "narr-far", deadline=t + 60),
+        req("LEAD", "lead-far", deadline=t + 60),
+        req("EXTRA", "extra-urgent", deadline=t + 0.7),
+        req("NARR", "narr-urgent", deadline=t + 0.45),
         req("EXTRA", "adlib", klass=RequestClass.ADLIB),
     )  # fmt: skip
-    # ad-lib first; then the at-risk lines earliest deadline first, whatever their weight;
-    # then by weight
-    assert _drain(p, clock) == ["adlib", "narr-urgent", "extra-urgent", "lead-far", "narr-far", "extra-far"]
+    # ad-lib first; then serving the lead (0.2 s) would make a near deadline impossible,
+    # so those go earliest-deadline-first, whatever their weight; then by weight
+    assert _serve_all(p, clock, 0.2) == [
+        "adlib", "narr-urgent", "extra-urgent", "lead-far", "narr-far", "extra-far",
+    ]  # fmt: skip
+
+
+def test_weight_goes_first_while_deadlines_have_slack(clock: ManualClock) -> None:
+    p = RoleAwarePolicy(weights={"LEAD": 10, "EXTRA": 1})
+    t = clock()
+    _push(p, clock, req("EXTRA", "extra-soon", deadline=t + 1.0), req("LEAD", "lead-late", deadline=t + 60))
+    assert _serve_all(p, clock, 0.2) == ["lead-late", "extra-soon"]  # 0.8 s of slack: lead first
+
+
+def test_hopeless_deadline_does_not_block_others(clock: ManualClock) -> None:
+    p = RoleAwarePolicy(weights={"LEAD": 10, "EXTRA": 1, "NARR": 1})
+    t = clock()
+    _push(p, clock, req("NARR", "already-late", deadline=t + 0.05), req("LEAD", "lead", deadline=t + 60),
+          req("EXTRA", "can-make-it", deadline=t + 0.3))  # fmt: skip
+    # the line that is already lost does not push out one that can still be saved
+    assert _serve_all(p, clock, 0.2) == ["can-make-it", "lead", "already-late"]
 
 
 def test_prefetch_yields_to_scripted_lines(clock: ManualClock) -> None:
