@@ -136,25 +136,26 @@ def main() -> None:
     summary = {}
     for backend in backends:
         cap = capacity_s(backend, make_load(0, 1.0))
-        span = cap / args.tightness
-        per_policy: dict[str, list[dict[str, float | str]]] = {"fifo": [], "role_aware": []}
-        for rep in range(args.repeats):
-            load = make_load(rep + 1, span)
-            for policy in ("fifo", "role_aware"):  # same load, same run, both policies
-                per_policy[policy].append(run(policy, backend, load))
-        for policy, results in per_policy.items():
-            med = {k: statistics.median([float(r[k]) for r in results]) for k in results[0]
-                   if isinstance(results[0][k], float | int)}  # fmt: skip
-            rows.append({"policy": policy, "backend": backend.name, **med})
-        f, ra = rows[-2], rows[-1]
-        summary[backend.name] = {
-            "capacity_s": cap, "deadline_span_s": span,
-            "lead_p95_ratio": float(ra["lead_p95_ms"]) / float(f["lead_p95_ms"]),
-            "misses_ratio": float(ra["misses"]) / max(1.0, float(f["misses"])),
-            "throughput_ratio": float(ra["throughput_rps"]) / float(f["throughput_rps"]),
-        }  # fmt: skip
+        for tightness in args.tightness:
+            span = cap / tightness
+            per_policy: dict[str, list[dict[str, float | str]]] = {"fifo": [], "role_aware": []}
+            for rep in range(args.repeats):
+                load = make_load(rep + 1, span)
+                for policy in ("fifo", "role_aware"):  # same load, same run, both policies
+                    per_policy[policy].append(run(policy, backend, load))
+            for policy, results in per_policy.items():
+                med = {k: statistics.median([float(r[k]) for r in results]) for k in results[0]
+                       if isinstance(results[0][k], float | int)}  # fmt: skip
+                rows.append({"policy": policy, "backend": backend.name, "load": tightness, **med})
+            f, ra = rows[-2], rows[-1]
+            summary[f"{backend.name}@{tightness}"] = {
+                "capacity_s": cap, "deadline_span_s": span,
+                "lead_p95_ratio": float(ra["lead_p95_ms"]) / float(f["lead_p95_ms"]),
+                "misses_ratio": float(ra["misses"]) / max(1.0, float(f["misses"])),
+                "throughput_ratio": float(ra["throughput_rps"]) / float(f["throughput_rps"]),
+            }  # fmt: skip
     pool.close()
-    cols = ["backend", "policy", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "lead_p50_ms", "lead_p95_ms",
+    cols = ["backend", "load", "policy", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "lead_p50_ms", "lead_p95_ms",
             "misses", "lead_misses", "throughput_rps", "utilisation", "mean_batch"]  # fmt: skip
     print(table(rows, cols))
     for name, s in summary.items():

@@ -19,8 +19,9 @@ ROLES = [f"R{k}" for k in range(8)]
 
 
 def _request(rng: random.Random, now: float) -> Request:
-    r = Request(rng.choice(ROLES), "a line of about ten words for the benchmark to schedule",
-                Voice(weight=rng.uniform(0.5, 10)), now + rng.uniform(0.2, 60), RequestClass.SCRIPTED)  # fmt: skip
+    text = "a line of about ten words for the benchmark to schedule"
+    voice = Voice(weight=rng.uniform(0.5, 10))
+    r = Request(rng.choice(ROLES), text, voice, now + rng.uniform(0.2, 60), RequestClass.SCRIPTED)
     r.t_enqueued = now
     return r
 
