@@ -155,8 +155,22 @@ def main() -> None:
                 "throughput_ratio": float(ra["throughput_rps"]) / float(f["throughput_rps"]),
             }  # fmt: skip
     pool.close()
-    cols = ["backend", "load", "policy", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "lead_p50_ms", "lead_p95_ms",
-            "misses", "lead_misses", "throughput_rps", "utilisation", "mean_batch"]  # fmt: skip
+    cols = [
+        "backend",
+        "load",
+        "policy",
+        "mean_ms",
+        "p50_ms",
+        "p95_ms",
+        "p99_ms",
+        "lead_p50_ms",
+        "lead_p95_ms",
+        "misses",
+        "lead_misses",
+        "throughput_rps",
+        "utilisation",
+        "mean_batch",
+    ]
     print(table(rows, cols))
     for name, s in summary.items():
         print(f"{name}: lead p95 role-aware/FIFO = {s['lead_p95_ratio']:.2f} (target <= 0.4), "
