@@ -16,6 +16,7 @@ from engine.cast import Cast
 from engine.core.errors import SynthesisError, TroupeError
 from engine.core.types import SAMPLE_RATE_HZ, Script
 from engine.mixer import Clip, MixControls, Mixer, Pacing, layout
+from engine.script.subtitles import format_srt_time
 from engine.synthesis.base import Mono, Synthesizer, SynthRequest
 
 BLOCK_FRAMES = 65_536
@@ -59,16 +60,12 @@ class RenderResult:
         return [ln for ln in self.lines if ln.error]
 
 
-def _srt_time(t: float) -> str:
-    ms = round(t * 1000)
-    return f"{ms // 3_600_000:02d}:{ms // 60_000 % 60:02d}:{ms // 1000 % 60:02d},{ms % 1000:03d}"
-
-
 def write_cue_sheet(path: Path, lines: list[LineTiming]) -> None:
     """An SRT of the actual line timings, `[ROLE] text`, in time order."""
     rows = sorted((ln for ln in lines if not ln.error), key=lambda ln: (ln.start_s, ln.cue_index))
+    fmt = format_srt_time
     blocks = [
-        f"{k}\n{_srt_time(ln.start_s)} --> {_srt_time(ln.start_s + ln.duration_s)}\n[{ln.role}] {ln.text}\n"
+        f"{k}\n{fmt(ln.start_s)} --> {fmt(ln.start_s + ln.duration_s)}\n[{ln.role}] {ln.text}\n"
         for k, ln in enumerate(rows, start=1)
     ]
     path.write_text("\n".join(blocks), encoding="utf-8")

@@ -28,7 +28,8 @@ def _seconds(groups: tuple[str | None, ...]) -> float:
     return int(hours or 0) * 3600 + int(minutes or 0) * 60 + int(secs or 0) + frac / 1000
 
 
-def _fmt(t: float) -> str:
+def format_srt_time(t: float) -> str:
+    """Seconds as an SRT timestamp, HH:MM:SS,mmm."""
     ms = round(t * 1000)
     return f"{ms // 3_600_000:02d}:{ms // 60_000 % 60:02d}:{ms // 1000 % 60:02d},{ms % 1000:03d}"
 
@@ -84,7 +85,11 @@ def _block(
         )  # fmt: skip
     start_s, end_s = _seconds(m.groups()[:4]), _seconds(m.groups()[4:])
     if end_s < start_s:
-        raise ScriptError(path, f"cue ends ({_fmt(end_s)}) before it starts ({_fmt(start_s)})", line_no)
+        raise ScriptError(
+            path,
+            f"cue ends ({format_srt_time(end_s)}) before it starts ({format_srt_time(start_s)})",
+            line_no,
+        )
     body = [ln.strip() for ln in block[timing_at + 1 :] if ln.strip()]
     if not body:
         return speaker
