@@ -63,6 +63,8 @@ class Policy(Protocol):
 
     def role_priorities(self, now: float, roles: Mapping[str, float]) -> dict[str, float]: ...
 
+    def refresh(self, now: float) -> None: ...
+
 
 class _Entries:
     """Tokens make heap entries of a re-queued request (a retry) unique; stale ones are skipped."""
@@ -94,10 +96,13 @@ class FifoPolicy:
     def __init__(self, config: PolicyConfig | None = None) -> None:
         self._q: deque[tuple[int, Request]] = deque()
         self._e = _Entries()
+        self._oldest: dict[str, deque[tuple[int, Request]]] = {}
         self.config = config or PolicyConfig()
 
     def push(self, r: Request) -> None:
-        self._q.append((self._e.issue(r), r))
+        t = self._e.issue(r)
+        self._q.append((t, r))
+        self._oldest.setdefault(r.role, deque()).append((t, r))
 
     def pop(self, now: float, accept: Accept | None = None) -> Request | None:
         skipped: list[tuple[int, Request]] = []
@@ -132,20 +137,28 @@ class FifoPolicy:
     def reindex(self) -> None:
         pass
 
+    def refresh(self, now: float) -> None:
+        pass
+
     def role_priorities(self, now: float, roles: Mapping[str, float]) -> dict[str, float]:
-        return _role_priorities(self.pending(), now, roles, self.config.age_rate_per_s)
+        """What the role-aware policy would rank each role at (for the heatmap); O(roles)."""
+        out = dict.fromkeys(roles, 0.0)
+        for role, oldest in _oldest_per_role(self._oldest, self._e):
+            out[role] = roles.get(role, oldest.voice.weight) + self.config.age_rate_per_s * (
+                now - oldest.t_enqueued
+            )
+        return out
 
 
-def _role_priorities(
-    pending: Iterator[Request], now: float, weights: Mapping[str, float], age_rate: float
-) -> dict[str, float]:
-    out = dict.fromkeys(weights, 0.0)
-    for r in pending:
-        p = weights.get(r.role, 1.0) * CLASS_FACTOR[r.klass] + age_rate * (now - r.t_enqueued)
-        if r.klass is RequestClass.ADLIB:
-            p += 100.0
-        out[r.role] = max(out.get(r.role, 0.0), p)
-    return out
+def _oldest_per_role(
+    queues: dict[str, deque[tuple[int, Request]]], entries: _Entries
+) -> Iterator[tuple[str, Request]]:
+    """Each role's longest-waiting live request; stale heads are dropped on the way."""
+    for role, q in queues.items():
+        while q and not entries.valid(q[0][1], q[0][0]):
+            q.popleft()
+        if q:
+            yield role, q[0][1]
 
 
 class RoleAwarePolicy:
@@ -155,13 +168,15 @@ class RoleAwarePolicy:
 
     The deadline order is a sorted list. The system's slack, min over queued deadlines of
     (deadline - now - estimated work due before it), is computed by a scan of up to
-    `scan_limit` deadlines at most every `refresh_s`, and kept up to date in between in O(1)
-    (conservatively: it is only ever lowered by arrivals and by out-of-order picks).
+    `scan_limit` deadlines once per scheduler tick (`refresh`), and kept up to date in
+    between in O(1) (conservatively: it is only ever lowered by arrivals and by out-of-order
+    picks), so a decision never scans. `pop` refreshes by itself only when no tick has for
+    `stale_s` (a caller without a tick loop, such as a test).
     """
 
     name = "role_aware"
-    scan_limit = 4096
-    refresh_s = 0.05
+    scan_limit = 2048
+    stale_s = 0.25
 
     def __init__(self, config: PolicyConfig | None = None, weights: Mapping[str, float] | None = None):
         self.config = config or PolicyConfig()
@@ -188,7 +203,9 @@ class RoleAwarePolicy:
         return -(w - self.config.age_rate_per_s * r.t_enqueued)
 
     def push(self, r: Request) -> None:
-        cost = self.service_s(r)
+        # NB: estimates are taken once per queueing; a reindex (re-weight, seek) renews them
+        cost = r.est_cost_s = self.service_s(r)
+        r.est_latency_s = max(cost, self.latency_s(r))
         now = r.t_enqueued
         if r.deadline_s - now - cost >= 0:  # deadlines after it lose `cost`; its own slack >= ...
             own = r.deadline_s - now - self._work - cost + (now - self._slack_at)
@@ -216,19 +233,22 @@ class RoleAwarePolicy:
         slack, work, seen, keep = float("inf"), 0.0, 0, []
         edf = self._edf
         k = 0
+        valid = self._e.valid
         for k, (d, t, r) in enumerate(edf):
             if seen >= self.scan_limit:
                 k -= 1
                 break
-            if not self._e.valid(r, t):
+            if not valid(r, t):
                 continue
-            cost = self.service_s(r)
-            if d - now - max(cost, self.latency_s(r)) < 0:
+            cost, lat = r.est_cost_s, r.est_latency_s
+            if d - now - lat < 0:
                 continue  # cannot be met any more: it is served by weight, not urgency
             keep.append((d, t, r))
             work += cost
             # its audio arrives a batch latency after its share of the work is done
-            slack = min(slack, d - now - work - max(0.0, self.latency_s(r) - cost))
+            s_k = d - now - work - (lat - cost)
+            if s_k < slack:
+                slack = s_k
             seen += 1
         edf[: k + 1] = keep  # garbage and lost deadlines leave the deadline order
         self._slack, self._slack_at, self._work = slack, now, work
@@ -237,7 +257,7 @@ class RoleAwarePolicy:
         edf, n = self._edf, 0
         while n < len(edf):
             d, t, r = edf[n]
-            if self._e.valid(r, t) and d - now - max(self.service_s(r), self.latency_s(r)) >= 0:
+            if self._e.valid(r, t) and d - now - r.est_latency_s >= 0:
                 break
             n += 1
         if n:
@@ -270,16 +290,16 @@ class RoleAwarePolicy:
                 self._adlib.popleft()
             else:
                 break
-        if now - self._slack_at > self.refresh_s:
+        if now - self._slack_at > self.stale_s:
             self.refresh(now)
         urgent = self._urgent(now)
         for r in self._preferred():
             if accept is not None and not accept(r):
                 continue
             # serve the preferred request only if every queued deadline stays feasible
-            if urgent is None or r is urgent or self.service_s(r) <= self._budget(now):
+            if urgent is None or r is urgent or r.est_cost_s <= self._budget(now):
                 if r is not urgent:
-                    self._slack -= self.service_s(r)
+                    self._slack -= r.est_cost_s
                 return self._take(r)
             break
         if urgent is not None and (accept is None or accept(urgent)):
@@ -290,7 +310,7 @@ class RoleAwarePolicy:
         return None
 
     def _take(self, r: Request) -> Request:
-        self._work = max(0.0, self._work - self.service_s(r))
+        self._work = max(0.0, self._work - r.est_cost_s)
         self._e.retire(r)  # its entries in every structure are stale from now on
         self._run = self._run + 1 if r.role == self.last_role else 0
         self.last_role, self.last_deadline_s = r.role, r.deadline_s
@@ -330,17 +350,13 @@ class RoleAwarePolicy:
         """Each role's current priority (its most urgent request), 0 for an idle role; O(roles)."""
         out = dict.fromkeys(roles, 0.0)
         rate = self.config.age_rate_per_s
-        for role, q in self._oldest.items():
-            while q and not self._e.valid(q[0][1], q[0][0]):
-                q.popleft()
-            if not q:
-                continue
-            oldest = q[0][1]
+        adlib_roles = {r.role for t, r in itertools.islice(self._adlib, 64) if self._e.valid(r, t)}
+        for role, oldest in _oldest_per_role(self._oldest, self._e):
             p = self.weights.get(role, oldest.voice.weight) + rate * (now - oldest.t_enqueued)
             first = self._top(self._by_role.get(role, []))
             if first is not None and first.deadline_s - now <= self.config.risk_window_s:
                 p += 10.0 * (1.0 - max(0.0, first.deadline_s - now) / self.config.risk_window_s)
-            if any(r.klass is RequestClass.ADLIB for _, r in list(q)[:8]):
+            if role in adlib_roles:
                 p += 100.0
             out[role] = p
         return out

@@ -84,6 +84,10 @@ class Request:
     """When the show placed it in the mix (its first sample goes into the ring in that tick)."""
     t_played: float = 0.0
     """When its first sample was heard (from the callback's DAC time), if known."""
+    est_cost_s: float = 0.0
+    """Backend time the policy expects it to use up (set when it is queued)."""
+    est_latency_s: float = 0.0
+    """Time from dispatch to its audio the policy expects (set when it is queued)."""
     on_done: Callable[[Request], None] | None = None
     """Called on the engine thread when the request ends (done, failed or shed)."""
 

@@ -233,6 +233,7 @@ class Scheduler:
 
     def _dispatch(self) -> None:
         with self._lock:
+            self.policy.refresh(self.clock())  # once a tick, so that no decision scans
             for backend in self.backends.values():
                 while backend.free_slots > 0 and len(self.policy):
                     batch = self._gather(backend)

@@ -31,6 +31,7 @@ def test_fifo_serves_arrival_order(clock: ManualClock) -> None:
 def _serve_all(policy, clock: ManualClock, service_s: float) -> list[str]:  # type: ignore[no-untyped-def]
     """Pop until empty, the clock moving on by each request's service time."""
     policy.service_s = lambda r: service_s
+    policy.reindex()  # estimates are taken when a request is queued
     out = []
     while (r := policy.pop(clock())) is not None:
         out.append(r.text)
@@ -139,3 +140,28 @@ def test_role_priorities_one_value_per_role(clock: ManualClock) -> None:
     assert set(pr) == {"A", "B", "C"} and pr["C"] == 0.0
     assert pr["A"] > 5.0  # weight plus age
     assert pr["B"] > 1.0 + 2.0  # aged and at risk
+
+
+def test_fifo_priorities_follow_the_oldest_live_request(clock: ManualClock) -> None:
+    p = FifoPolicy()
+    _push(p, clock, req("A", "a1"), req("A", "a2"), req("B", "b"))
+    p.pop(clock())  # a1 leaves: A's oldest is now a2
+    clock.advance(2.0)
+    pr = p.role_priorities(clock(), {"A": 5.0, "B": 1.0, "C": 2.0})
+    age_rate = p.config.age_rate_per_s
+    assert pr["C"] == 0.0
+    assert abs(pr["A"] - (5.0 + age_rate * 2.002)) < 1e-6
+    assert abs(pr["B"] - (1.0 + age_rate * 2.001)) < 1e-6
+
+
+def test_tick_refresh_restores_slack_that_pops_used_up(clock: ManualClock) -> None:
+    """Between ticks slack only shrinks; the tick's scan gives back what finished work freed."""
+    p = RoleAwarePolicy(weights={"LEAD": 10, "EXTRA": 1})
+    p.service_s = lambda r: 0.2
+    t = clock()
+    _push(p, clock, req("EXTRA", "extra", deadline=t + 1.0),
+          *(req("LEAD", f"lead{k}", deadline=t + 60) for k in range(6)))  # fmt: skip
+    served = [p.pop(clock()).text for _ in range(4)]  # type: ignore[union-attr]
+    assert served == ["lead0", "lead1", "lead2", "extra"]  # the fourth lead would miss 'extra'
+    p.refresh(clock())
+    assert p.pop(clock()).text == "lead3"  # type: ignore[union-attr]
