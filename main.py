@@ -137,6 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="troupe", description="Live multi-role AI voice drama.")
     p.add_argument("--smoke", action="store_true", help="GUI self-test: open, play 2 s, exit")
     p.add_argument("--open", dest="gui_script", type=Path, help="script to open in the window")
+    p.add_argument("--device", help="window's output device: name, host API (e.g. JACK) or index")
+    p.add_argument("--audio-process", action="store_true", help="run the stream in its own process")
+    p.add_argument("--processes", type=int, default=1, help="espeak-ng worker processes")
     sub = p.add_subparsers(dest="command")
 
     def script_args(sp: argparse.ArgumentParser) -> None:

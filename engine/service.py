@@ -19,7 +19,13 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.audio_io.output import AudioOutput, AudioProcess, OutputSettings, make_output
+from engine.audio_io.output import (
+    AudioOutput,
+    AudioProcess,
+    OutputSettings,
+    list_output_devices,
+    make_output,
+)
 from engine.audio_io.ring import MixRing
 from engine.cast import Cast, load_project, save_project
 from engine.core.errors import TroupeError
@@ -31,7 +37,7 @@ from engine.scheduler import Backend, Request, Scheduler, SchedulerConfig, State
 from engine.scheduler.request import Clock, monotonic
 from engine.script import load_script
 from engine.show import Show
-from engine.synthesis.espeak import EspeakSynthesizer
+from engine.synthesis.espeak import EspeakSynthesizer, espeak_variants, espeak_voices
 from engine.synthesis.pool import EspeakPool
 
 T = TypeVar("T")
@@ -75,7 +81,11 @@ class Figures:
     """The latency monitor's numbers."""
 
     adlib_p50_ms: float = float("nan")
+    """Ad-lib latency from Enter to its first sample in the ring."""
     adlib_p95_ms: float = float("nan")
+    audible_p50_ms: float = float("nan")
+    """Ad-lib latency from Enter to its first audible sample (the callback's DAC time)."""
+    audible_p95_ms: float = float("nan")
     queue_wait_p50_ms: float = float("nan")
     queue_wait_p95_ms: float = float("nan")
     rtf: float = float("nan")
@@ -139,6 +149,7 @@ class Engine:
         self._history = np.zeros((0, HISTORY_COLUMNS), np.float32)
         self._last_history_t = 0.0
         self.adlib_ms = Rolling(120.0, clock)
+        self.audible_ms = Rolling(120.0, clock)
         self.queue_wait_ms = Rolling(60.0, clock)
         self.anomalies = AnomalyDetector(clock=clock)
         self._latency_points: list[tuple[float, float, bool]] = []
@@ -234,6 +245,7 @@ class Engine:
         block_ns = self.settings.output.block_frames / SAMPLE_RATE_HZ * 1e9
         figures = Figures(
             adlib_p50_ms=self.adlib_ms.percentile(50), adlib_p95_ms=self.adlib_ms.percentile(95),
+            audible_p50_ms=self.audible_ms.percentile(50), audible_p95_ms=self.audible_ms.percentile(95),
             queue_wait_p50_ms=self.queue_wait_ms.percentile(50),
             queue_wait_p95_ms=self.queue_wait_ms.percentile(95),
             rtf=self.scheduler.backends["espeak"].rtf,
@@ -257,6 +269,17 @@ class Engine:
     def snapshot(self) -> EngineSnapshot:
         """The latest snapshot (replaced whole by the engine thread, ~20 Hz)."""
         return self._snapshot  # NB: one reference read of an immutable object
+
+    def voice_ids(self) -> list[str]:
+        """Voices a role can be cast to: each backend's list, as `voice_id` strings."""
+        ids = [v.voice_id for v in espeak_voices()]
+        english = [v for v in ids if v.startswith("en")]
+        variants = [v.voice_id for v in espeak_variants()]
+        return sorted(set(ids) | {f"{e}+{k}" for e in english for k in variants})
+
+    def output_devices(self) -> list[str]:
+        """Output devices as '<index>: <name> (<host API>)' for a device chooser."""
+        return [f"{d['index']}: {d['name']} ({d['hostapi']})" for d in list_output_devices()]
 
     # --- any thread: commands --------------------------------------------------------
     def load(self, path: str | Path, keep_cast: bool = True) -> Script:
@@ -389,6 +412,7 @@ class Engine:
         def finished(req: Request) -> None:
             if req.t_placed:
                 self.adlib_ms.add((req.t_placed - t0) * 1000)
+                self.audible_ms.add((req.t_played - t0) * 1000)
             result.set_result(req)
 
         def adlib_() -> None:
@@ -427,12 +451,15 @@ class Engine:
         return self.show
 
     # --- projects and export ---------------------------------------------------------
-    def save_project(self, path: str | Path) -> None:
+    def save_project(self, path: str | Path, as_current: bool = True) -> None:
+        """Save script path, cast and edits; `as_current=False` for an autosave copy."""
+
         def save() -> None:
             if self.script is None:
                 raise TroupeError("nothing to save: no script is loaded")
             save_project(path, self.script.path, self.cast, self.edits)
-            self.project_path = Path(path)
+            if as_current:
+                self.project_path = Path(path)
 
         self.call(save)
 

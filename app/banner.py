@@ -1,0 +1,54 @@
+"""A non-blocking message strip at the top of the window (errors never open a dialog)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
+
+SHOW_MS = 15_000
+
+
+class Banner(QFrame):
+    """Shows the latest message (the importer's file, line and reason) until dismissed."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("banner")
+        self.setStyleSheet("#banner { background: #7f1d1d; border-radius: 4px; } QLabel { color: white; }")
+        self.label = QLabel()
+        self.label.setWordWrap(True)
+        self.action = QPushButton()
+        self.action.hide()
+        close = QPushButton("Dismiss")
+        close.clicked.connect(self.hide)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(8, 4, 8, 4)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(self.action)
+        layout.addWidget(close)
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.timeout.connect(self.hide)
+        self._on_action: Callable[[], None] | None = None
+        self.action.clicked.connect(self._act)
+        self.hide()
+
+    def show_message(self, text: str, action: str = "", on_action: Callable[[], None] | None = None) -> None:
+        self.label.setText(text)
+        self._on_action = on_action
+        self.action.setText(action)
+        self.action.setVisible(bool(action and on_action))
+        self.show()
+        if not action:
+            self._timer.start(SHOW_MS)
+
+    @property
+    def text(self) -> str:
+        return self.label.text()
+
+    def _act(self) -> None:
+        self.hide()
+        if self._on_action is not None:
+            self._on_action()

@@ -1,0 +1,133 @@
+"""The cast panel: per role voice, rate, pitch, gain, pan, priority weight, mute and solo.
+Every change is sent to the engine at once and applies to the role's upcoming lines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QHeaderView,
+    QSlider,
+    QSpinBox,
+    QTableWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from engine.core.types import Voice
+
+COLUMNS = ("Role", "Voice", "Rate", "Pitch", "Gain dB", "Pan", "Weight", "Mute", "Solo")
+WEIGHT_STEPS = 10
+"""The weight slider moves in tenths (0..20 in steps of 0.1)."""
+
+
+class CastPanel(QWidget):
+    """Emits `voice_changed(role, {field: value})` for every edit the director makes."""
+
+    voice_changed = Signal(str, dict)
+
+    def __init__(self, voice_ids: list[str] | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.voice_ids = voice_ids or []
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.verticalHeader().setVisible(False)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.roles: tuple[str, ...] = ()
+        self.shown: dict[str, Voice] = {}
+        self.editors: dict[str, dict[str, QWidget]] = {}
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.table)
+
+    def set_cast(self, roles: tuple[str, ...], voices: dict[str, Voice]) -> None:
+        """Show the engine's cast; rebuild only when the roles change."""
+        if roles != self.roles:
+            self.roles = roles
+            self.table.setRowCount(len(roles))
+            self.editors = {role: self._row(k, role) for k, role in enumerate(roles)}
+            self.shown = {}
+        for role in roles:
+            v = voices.get(role)
+            if v is not None and self.shown.get(role) != v:
+                self._show(role, v)
+                self.shown[role] = v
+
+    def _row(self, k: int, role: str) -> dict[str, QWidget]:
+        from PySide6.QtWidgets import QTableWidgetItem
+
+        item = QTableWidgetItem(role)
+        item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable)
+        self.table.setItem(k, 0, item)
+        voice = QComboBox()
+        voice.setEditable(True)
+        voice.addItems(self.voice_ids)
+        voice.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+        voice.activated.connect(lambda _i, r=role, w=voice: self._emit(r, voice_id=w.currentText()))
+        voice.lineEdit().editingFinished.connect(lambda r=role, w=voice: self._emit(r, voice_id=w.currentText()))
+        rate = _spin(80, 450, lambda v, r=role: self._emit(r, rate_wpm=v))
+        pitch = _spin(0, 100, lambda v, r=role: self._emit(r, pitch=v))
+        gain = _dspin(-60.0, 12.0, 0.5, lambda v, r=role: self._emit(r, gain_db=v))
+        pan = _dspin(-1.0, 1.0, 0.1, lambda v, r=role: self._emit(r, pan=v))
+        weight = QSlider(Qt.Orientation.Horizontal)
+        weight.setRange(0, 20 * WEIGHT_STEPS)
+        weight.setMinimumWidth(90)
+        weight.valueChanged.connect(lambda v, r=role: self._emit(r, weight=v / WEIGHT_STEPS))
+        mute, solo = QCheckBox(), QCheckBox()
+        mute.toggled.connect(lambda on, r=role: self._emit(r, mute=on))
+        solo.toggled.connect(lambda on, r=role: self._emit(r, solo=on))
+        editors: dict[str, QWidget] = {"voice_id": voice, "rate_wpm": rate, "pitch": pitch,
+                                       "gain_db": gain, "pan": pan, "weight": weight,
+                                       "mute": mute, "solo": solo}  # fmt: skip
+        for col, w in enumerate(editors.values(), start=1):
+            self.table.setCellWidget(k, col, w)
+        return editors
+
+    def _show(self, role: str, v: Voice) -> None:
+        ed = self.editors[role]
+        for w in ed.values():
+            w.blockSignals(True)
+        try:
+            combo = ed["voice_id"]
+            assert isinstance(combo, QComboBox)
+            combo.setCurrentText(v.voice_id)
+            for name in ("rate_wpm", "pitch", "gain_db", "pan"):
+                ed[name].setValue(getattr(v, name))  # type: ignore[attr-defined]
+            ed["weight"].setValue(round(v.weight * WEIGHT_STEPS))  # type: ignore[attr-defined]
+            ed["mute"].setChecked(v.mute)  # type: ignore[attr-defined]
+            ed["solo"].setChecked(v.solo)  # type: ignore[attr-defined]
+        finally:
+            for w in ed.values():
+                w.blockSignals(False)
+
+    def _emit(self, role: str, **changes: Any) -> None:
+        shown = self.shown.get(role)
+        if shown is not None and all(getattr(shown, k) == v for k, v in changes.items()):
+            return
+        self.voice_changed.emit(role, changes)
+
+    def editor(self, role: str, name: str) -> QWidget:
+        """The widget that edits `name` for `role` (for tests and keyboard focus)."""
+        return self.editors[role][name]
+
+
+def _spin(lo: int, hi: int, on_change: Any) -> QSpinBox:
+    w = QSpinBox()
+    w.setRange(lo, hi)
+    w.setKeyboardTracking(False)
+    w.valueChanged.connect(on_change)
+    return w
+
+
+def _dspin(lo: float, hi: float, step: float, on_change: Any) -> QDoubleSpinBox:
+    w = QDoubleSpinBox()
+    w.setRange(lo, hi)
+    w.setSingleStep(step)
+    w.setDecimals(2)
+    w.setKeyboardTracking(False)
+    w.valueChanged.connect(on_change)
+    return w

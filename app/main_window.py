@@ -1,0 +1,448 @@
+"""The director window: cue list with GO, role timeline, priority heatmap, latency monitor,
+cast panel, ad-lib box, transport and export. It reaches the engine only through
+`engine.service.Engine` and draws the snapshots `EngineBridge` hands it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, Qt, QTimer
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QApplication,
+    QComboBox,
+    QDockWidget,
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QMainWindow,
+    QProgressDialog,
+    QSplitter,
+    QTableView,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.banner import Banner
+from app.bridge import EngineBridge, SnapshotSource
+from app.cast_panel import CastPanel
+from app.cue_model import CueTableModel
+from app.heatmap import HeatmapWidget
+from app.jobs import RenderJob
+from app.monitor import LatencyMonitor
+from app.session import Session
+from app.timeline import TimelineWidget
+from engine.core.errors import TroupeError
+from engine.service import Engine, EngineSettings, EngineSnapshot
+
+SCRIPT_SUFFIXES = {".fountain", ".spmd", ".txt", ".srt", ".vtt", ".csv", ".tsv"}
+PROJECT_SUFFIXES = {".json", ".toml", ".troupe"}
+SCRIPT_FILTER = "Scripts (*.fountain *.spmd *.txt *.srt *.vtt *.csv *.tsv);;All files (*)"
+PROJECT_FILTER = "Troupe projects (*.json *.toml *.troupe);;All files (*)"
+DEMO = Path(__file__).resolve().parent.parent / "assets" / "demo" / "the_last_broadcast.fountain"
+
+
+class MainWindow(QMainWindow):
+    """The one window; `engine` takes commands, `source` (default: the engine) gives snapshots."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        settings: QSettings | None = None,
+        data_dir: Path | None = None,
+        source: SnapshotSource | None = None,
+    ) -> None:
+        super().__init__()
+        self.engine = engine
+        self.settings = settings or QSettings("Troupe", "Troupe")
+        self.session = Session(engine, self.settings, data_dir)
+        self.setWindowTitle("Troupe")
+        self.setAcceptDrops(True)
+        self.resize(1500, 920)
+        self.banner = Banner()
+        self.cue_model = CueTableModel(on_edit=self._edit_line)
+        self.cues = QTableView()
+        self.cues.setModel(self.cue_model)
+        self.cues.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.cues.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.cues.setEditTriggers(QAbstractItemView.EditTrigger.DoubleClicked)
+        self.cues.verticalHeader().setVisible(False)
+        header = self.cues.horizontalHeader()
+        header.setStretchLastSection(False)
+        for col, width in ((0, 44), (1, 150), (2, 100), (4, 110)):
+            header.resizeSection(col, width)
+        header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        self.cues.setWordWrap(False)
+        self.cues.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._selected(cur.row()))
+        self.timeline = TimelineWidget()
+        self.timeline.cue_clicked.connect(self.select_cue)
+        self.heatmap = HeatmapWidget()
+        self.monitor = LatencyMonitor()
+        self.cast = CastPanel(self._voice_ids())
+        self.cast.voice_changed.connect(lambda role, changes: self.engine.set_voice(role, **changes))
+        self.adlib_role = QComboBox()
+        self.adlib_text = QLineEdit()
+        self.adlib_text.setPlaceholderText("Ad-lib: type a line and press Enter to speak it now")
+        self.adlib_text.returnPressed.connect(self.speak_adlib)
+        self.status = QLabel()
+        self.statusBar().addPermanentWidget(self.status)
+        self._build_layout()
+        self._build_actions()
+        self.bridge = EngineBridge(source or engine, parent=self)
+        self.bridge.snapshot_changed.connect(self.apply_snapshot)
+        self.bridge.message_posted.connect(self.banner.show_message)
+        self.bridge.start()
+        self.session.restore_window(self)
+        self.session.start(self.banner, self._recover)
+
+    # --- layout ---------------------------------------------------------------------
+    def _build_layout(self) -> None:
+        left = QWidget()
+        lv = QVBoxLayout(left)
+        lv.setContentsMargins(0, 0, 0, 0)
+        lv.addWidget(self.cues, 1)
+        adlib = QHBoxLayout()
+        adlib.addWidget(self.adlib_role)
+        adlib.addWidget(self.adlib_text, 1)
+        lv.addLayout(adlib)
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(self.timeline)
+        right.addWidget(self.heatmap)
+        right.setSizes([520, 300])
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(left)
+        split.addWidget(right)
+        split.setSizes([620, 880])
+        central = QWidget()
+        cv = QVBoxLayout(central)
+        cv.setContentsMargins(4, 4, 4, 4)
+        cv.addWidget(self.banner)
+        cv.addWidget(split, 1)
+        self.setCentralWidget(central)
+        for title, widget, area in (
+            ("Latency monitor", self.monitor, Qt.DockWidgetArea.RightDockWidgetArea),
+            ("Cast", self.cast, Qt.DockWidgetArea.BottomDockWidgetArea),
+        ):
+            dock = QDockWidget(title, self)
+            dock.setObjectName(title.replace(" ", "_"))
+            dock.setWidget(widget)
+            self.addDockWidget(area, dock)
+
+    def _action(self, text: str, slot: object, shortcut: str | QKeySequence | None = None) -> QAction:
+        act = QAction(text, self)
+        if shortcut is not None:
+            act.setShortcut(QKeySequence(shortcut))
+        act.triggered.connect(slot)
+        self.addAction(act)
+        return act
+
+    def _build_actions(self) -> None:
+        a = self._action
+        file = self.menuBar().addMenu("&File")
+        file.addAction(a("&Open script…", self.open_dialog, QKeySequence.StandardKey.Open))
+        self.recent_menu = file.addMenu("Open &recent")
+        self.recent_menu.aboutToShow.connect(self._fill_recent)
+        file.addAction(a("Open &project…", self.open_project_dialog, "Ctrl+Shift+O"))
+        file.addAction(a("&Save project", self.save_project, QKeySequence.StandardKey.Save))
+        file.addAction(a("Save project &as…", self.save_project_as, "Ctrl+Shift+S"))
+        file.addAction(a("&Render to file…", self.render_dialog, "Ctrl+R"))
+        file.addAction(a("&Quit", self._quit, QKeySequence.StandardKey.Quit))
+        show = self.menuBar().addMenu("&Show")
+        self.go_action = a("GO", self.go, Qt.Key.Key_Space)
+        self.play_action = a("Play", self.play, "Ctrl+P")
+        self.pause_action = a("Pause / resume", self.engine.toggle, Qt.Key.Key_P)
+        self.stop_action = a("Stop", self.engine.stop, "Ctrl+.")
+        self.panic_action = a("Panic (silence now)", self.engine.panic, Qt.Key.Key_Escape)
+        nxt = a("Next cue", lambda: self.engine.skip(1), "Ctrl+Right")
+        prev = a("Previous cue", lambda: self.engine.skip(-1), "Ctrl+Left")
+        jump = a("Jump to selected cue", self.jump_to_selected, "Ctrl+J")
+        self.loop_action = a("Loop scene of selected cue", self._loop, "Ctrl+L")
+        self.loop_action.setCheckable(True)
+        self.stack_action = a("Cue-stack mode (each cue waits for GO)", self._cue_stack, "Ctrl+G")
+        self.stack_action.setCheckable(True)
+        for act in (self.go_action, self.play_action, self.pause_action, self.stop_action,
+                    self.panic_action, nxt, prev, jump, self.loop_action, self.stack_action):  # fmt: skip
+            show.addAction(act)
+        bar = QToolBar("Transport")
+        bar.setObjectName("transport")
+        for act in (self.play_action, self.pause_action, self.stop_action, self.go_action, self.panic_action):
+            bar.addAction(act)
+        bar.addSeparator()
+        bar.addWidget(QLabel(" Output: "))
+        self.device_box = QComboBox()
+        self.device_box.addItem("Default output", None)
+        for d in self._devices():
+            self.device_box.addItem(d, int(d.split(":", 1)[0]))
+        self.device_box.activated.connect(self._device_chosen)
+        bar.addWidget(self.device_box)
+        self.addToolBar(bar)
+
+    # --- snapshots --------------------------------------------------------------------
+    def apply_snapshot(self, snap: EngineSnapshot) -> None:
+        """Draw one engine snapshot (called by the bridge on the GUI thread)."""
+        self.cue_model.update(snap.cues, snap.scenes)
+        self.timeline.set_cues(snap.cues, snap.roles)
+        self.timeline.set_playhead(snap.playhead_s, snap.playing)
+        self.heatmap.set_priorities(snap.priorities, snap.roles)
+        self.monitor.update_from(snap)
+        self.cast.set_cast(snap.roles, snap.voices)
+        if [self.adlib_role.itemText(k) for k in range(self.adlib_role.count())] != list(snap.roles):
+            self.adlib_role.clear()
+            self.adlib_role.addItems(list(snap.roles))
+        state = "playing" if snap.playing else "paused"
+        self.status.setText(f"{snap.title or 'no script'}  ·  {state}  ·  "
+                            f"{_clock(snap.playhead_s)} / {_clock(snap.end_s)}")  # fmt: skip
+        self.setWindowTitle(f"Troupe — {snap.title}" if snap.title else "Troupe")
+
+    # --- scripts and projects -----------------------------------------------------------
+    def open_script(self, path: str | Path) -> bool:
+        """Import a script; on a bad file show the importer's message and keep the show."""
+        try:
+            script = self.engine.load(path)
+        except TroupeError as exc:
+            self.banner.show_message(str(exc))
+            return False
+        self.session.add_recent(Path(path))
+        self.statusBar().showMessage(f"opened {script.title}: {len(script.cues)} lines", 5000)
+        self.bridge.poll()
+        return True
+
+    def open_project(self, path: str | Path) -> bool:
+        try:
+            self.engine.open_project(path)
+        except TroupeError as exc:
+            self.banner.show_message(str(exc))
+            return False
+        self.session.add_recent(Path(path))
+        self.bridge.poll()
+        return True
+
+    def open_paths(self, paths: list[Path]) -> None:
+        """Open what was dropped: a project, or the first script that imports cleanly."""
+        for p in paths:
+            if p.suffix.lower() in PROJECT_SUFFIXES:
+                self.open_project(p)
+                return
+        for p in paths:
+            if self.open_script(p):
+                return
+
+    def open_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open script", "", SCRIPT_FILTER)
+        if path:
+            self.open_script(path)
+
+    def open_project_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open project", "", PROJECT_FILTER)
+        if path:
+            self.open_project(path)
+
+    def _fill_recent(self) -> None:
+        self.recent_menu.clear()
+        for p in self.session.recent():
+            act = self.recent_menu.addAction(str(p))
+            act.triggered.connect(lambda _=False, path=p: self.open_paths([path]))
+        if not self.recent_menu.actions():
+            self.recent_menu.addAction("(none)").setEnabled(False)
+
+    def save_project(self) -> None:
+        if self.engine.project_path is None:
+            self.save_project_as()
+            return
+        self._save(self.engine.project_path)
+
+    def save_project_as(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save project", "show.troupe.json", PROJECT_FILTER)
+        if path:
+            self._save(Path(path))
+
+    def _save(self, path: Path) -> None:
+        try:
+            self.engine.save_project(path)
+        except (TroupeError, OSError) as exc:
+            self.banner.show_message(f"could not save the project: {exc}")
+        else:
+            self.statusBar().showMessage(f"saved {path}", 5000)
+
+    def _recover(self, path: Path) -> None:
+        if self.open_project(path):
+            self.banner.show_message("recovered the cast and edits of the session that did not close")
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
+        if any(u.isLocalFile() for u in urls):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        paths = [Path(u.toLocalFile()) for u in event.mimeData().urls() if u.isLocalFile()]
+        event.acceptProposedAction()
+        self.open_paths(paths)
+
+    # --- director commands ------------------------------------------------------------
+    def play(self) -> None:
+        if self.ensure_output():
+            self.engine.play()
+
+    def go(self) -> None:
+        if self.ensure_output():
+            self.engine.go()
+
+    def ensure_output(self) -> bool:
+        if self.engine.output is not None:
+            return True
+        try:
+            self.engine.open_output()
+        except TroupeError as exc:
+            self.banner.show_message(f"audio output: {exc}")
+            return False
+        return True
+
+    def _device_chosen(self, index: int) -> None:
+        try:
+            self.engine.set_device(self.device_box.itemData(index))
+        except TroupeError as exc:
+            self.banner.show_message(f"audio output: {exc}")
+
+    def speak_adlib(self) -> None:
+        role, text = self.adlib_role.currentText(), self.adlib_text.text()
+        if not role:
+            self.banner.show_message("load a script first: an ad-lib is spoken by one of its roles")
+            return
+        try:
+            self.engine.adlib(role, text)
+        except TroupeError as exc:
+            self.banner.show_message(str(exc))
+            return
+        self.adlib_text.clear()
+
+    def _edit_line(self, index: int, text: str) -> None:
+        try:
+            self.engine.edit_line(index, text)
+        except TroupeError as exc:
+            self.banner.show_message(str(exc))
+
+    def selected_cue(self) -> int | None:
+        row = self.cues.currentIndex().row()
+        return self.cue_model.cues[row].index if 0 <= row < len(self.cue_model.cues) else None
+
+    def select_cue(self, cue_index: int) -> None:
+        self.cues.selectRow(cue_index)
+        self.cues.scrollTo(self.cue_model.index(cue_index, 0))
+
+    def _selected(self, row: int) -> None:
+        if 0 <= row < len(self.cue_model.cues):
+            self.timeline.select(self.cue_model.cues[row].index)
+
+    def jump_to_selected(self) -> None:
+        cue = self.selected_cue()
+        if cue is not None:
+            self.engine.jump_to_cue(cue)
+
+    def _loop(self, on: bool) -> None:
+        cue = self.selected_cue()
+        if on and cue is None:
+            self.loop_action.setChecked(False)
+            self.banner.show_message("select a cue of the scene to loop")
+            return
+        self.engine.loop_scene(self.cue_model.cues[cue].scene if on and cue is not None else None)
+
+    def _cue_stack(self, on: bool) -> None:
+        self.engine.set_cue_stack(on)
+
+    # --- export -------------------------------------------------------------------------
+    def render_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Render show", "show.wav", "Audio (*.wav *.flac)")
+        if path:
+            out = Path(path)
+            self.start_render(out, out.with_name(out.stem + "_stems"))
+
+    def start_render(self, out: Path, stems: Path | None) -> RenderJob:
+        """Render in the background with a cancellable progress dialog."""
+        job = RenderJob(self.engine, out, stems)
+        dialog = QProgressDialog("Rendering…", "Cancel", 0, 1000, self)
+        dialog.setWindowModality(Qt.WindowModality.WindowModal)
+        dialog.setMinimumDuration(300)
+        dialog.canceled.connect(job.cancel)
+        job.progressed.connect(lambda f, msg: (dialog.setValue(round(f * 1000)), dialog.setLabelText(msg)))
+        job.succeeded.connect(lambda r: self.statusBar().showMessage(
+            f"rendered {r.path} ({r.duration_s:.1f} s, {len(r.failed)} failed lines)", 10000))  # fmt: skip
+        job.failed.connect(self.banner.show_message)
+        job.finished.connect(dialog.close)
+        job.finished.connect(job.deleteLater)
+        self._job = job
+        job.start()
+        return job
+
+    # --- engine lists -------------------------------------------------------------------
+    def _voice_ids(self) -> list[str]:
+        try:
+            return self.engine.voice_ids()
+        except TroupeError:
+            return []
+
+    def _devices(self) -> list[str]:
+        try:
+            return self.engine.output_devices()
+        except TroupeError as exc:
+            self.banner.show_message(f"audio output: {exc}")
+            return []
+
+    def _quit(self) -> None:
+        self.close()  # NB: a slot that returns None; QWidget.close's bool upsets PySide6's refcounts
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.bridge.stop()
+        self.session.close(self)
+        super().closeEvent(event)
+
+
+def _clock(s: float) -> str:
+    return f"{int(s // 60)}:{s % 60:04.1f}"
+
+
+def run_gui(args: argparse.Namespace) -> int:
+    """`python main.py`: the window with a script (default: the demo) loaded."""
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("Troupe")
+    app.setOrganizationName("Troupe")
+    settings = EngineSettings(
+        processes=getattr(args, "processes", 1) or 1, audio_process=bool(getattr(args, "audio_process", False))
+    )
+    if getattr(args, "device", None) is not None:
+        from engine.audio_io.output import OutputSettings
+
+        settings = EngineSettings(processes=settings.processes, audio_process=settings.audio_process,
+                                  output=OutputSettings(device=args.device))  # fmt: skip
+    engine = Engine(settings)
+    window = MainWindow(engine)
+    window.open_script(getattr(args, "gui_script", None) or DEMO)
+    window.show()
+    code = 0
+    if getattr(args, "smoke", False):
+        code = _smoke(app, window)
+    else:
+        code = app.exec()
+    window.close()
+    engine.close()
+    return code
+
+
+def _smoke(app: QApplication, window: MainWindow) -> int:
+    """Self-test: play 2 s to the output device, then report whether audio flowed."""
+    if not window.ensure_output():
+        print("troupe --smoke: could not open the audio output", file=sys.stderr)
+        return 1
+    window.play()
+    QTimer.singleShot(2000, app.quit)
+    app.exec()
+    snap = window.engine.snapshot()
+    callbacks = window.engine.ring.callbacks
+    print(f"smoke: {snap.title!r}, {len(snap.cues)} cues, playhead {snap.playhead_s:.2f} s, "
+          f"{callbacks} callbacks, {snap.figures.underruns} underruns")  # fmt: skip
+    return 0 if callbacks > 0 and snap.playhead_s > 0 else 1

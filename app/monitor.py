@@ -1,0 +1,106 @@
+"""The latency monitor: big numbers and rolling plots from the snapshot's figures."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
+
+from engine.service import EngineSnapshot, Figures
+
+HISTORY_POINTS = 900
+"""30 s of figures at the bridge's 30 Hz."""
+
+_NUMBERS = (  # (label, format, figures attribute or callable)
+    ("ad-lib → ring p50", "{:.0f} ms", "adlib_p50_ms"),
+    ("ad-lib → ring p95", "{:.0f} ms", "adlib_p95_ms"),
+    ("ad-lib → audible p50", "{:.0f} ms", "audible_p50_ms"),
+    ("ad-lib → audible p95", "{:.0f} ms", "audible_p95_ms"),
+    ("queue wait p50", "{:.0f} ms", "queue_wait_p50_ms"),
+    ("queue wait p95", "{:.0f} ms", "queue_wait_p95_ms"),
+    ("synthesis RTF", "{:.3f}", "rtf"),
+    ("ring fill", "{:.0f} ms", "ring_fill_ms"),
+    ("callback load", "{:.1%}", "callback_load"),
+    ("underruns", "{}", "underruns"),
+    ("queue depth", "{}", "queue_depth"),
+    ("late lines", "{}", "deadline_misses"),
+    ("fallbacks", "{}", "fallbacks"),
+    ("anomalies", "{}", "anomalies"),
+)
+_ALARM = {"underruns", "deadline_misses", "anomalies"}
+
+
+class LatencyMonitor(QWidget):
+    """Numbers update every snapshot; curves keep a preallocated 30 s history."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        grid = QGridLayout()
+        self.values: dict[str, QLabel] = {}
+        for k, (label, _, attr) in enumerate(_NUMBERS):
+            name = QLabel(label)
+            name.setStyleSheet("color: #9ca3af; font-size: 10px;")
+            value = QLabel("–")
+            value.setStyleSheet("font-size: 18px; font-weight: 600;")
+            grid.addWidget(name, 2 * (k // 4), k % 4)
+            grid.addWidget(value, 2 * (k // 4) + 1, k % 4)
+            self.values[attr] = value
+        self.t = np.zeros(HISTORY_POINTS)
+        self.fill = np.zeros(HISTORY_POINTS)
+        self.depth = np.zeros(HISTORY_POINTS)
+        self.n = 0
+        self.t0 = time.monotonic()
+        self.curves = pg.PlotWidget(background="#111827")
+        self.curves.addLegend(offset=(5, 5))
+        self.curves.setLabel("bottom", "seconds")
+        self.curves.getPlotItem().hideButtons()
+        self.fill_curve = self.curves.plot(pen=pg.mkPen("#38bdf8", width=2), name="ring fill (ms)")
+        self.depth_curve = self.curves.plot(pen=pg.mkPen("#f59e0b", width=2), name="queue depth")
+        self.late = pg.PlotWidget(background="#111827")
+        self.late.setLabel("bottom", "show time", units="s")
+        self.late.setLabel("left", "start late", units="ms")
+        self.late.getPlotItem().hideButtons()
+        self.late_points = pg.ScatterPlotItem(size=7)
+        self.late.addItem(self.late_points)
+        self._ok, self._red = pg.mkBrush("#22c55e"), pg.mkBrush("#ef4444")
+        layout = QVBoxLayout(self)
+        layout.addLayout(grid)
+        layout.addWidget(self.curves, 1)
+        layout.addWidget(self.late, 1)
+
+    def update_from(self, snap: EngineSnapshot) -> None:
+        self._numbers(snap.figures)
+        self._push(snap.figures)
+        pts = snap.latency_points
+        if pts:
+            xy = np.array([(x, y) for x, y, _ in pts], float)
+            brushes = [self._red if missed else self._ok for _, _, missed in pts]
+            self.late_points.setData(x=xy[:, 0], y=xy[:, 1], brush=brushes)
+        else:
+            self.late_points.setData(x=[], y=[])
+
+    def _numbers(self, f: Figures) -> None:
+        for _, fmt, attr in _NUMBERS:
+            v = getattr(f, attr)
+            text = "–" if isinstance(v, float) and math.isnan(v) else fmt.format(v)
+            label = self.values[attr]
+            if label.text() != text:
+                label.setText(text)
+                alarm = attr in _ALARM and v > 0
+                label.setStyleSheet(
+                    "font-size: 18px; font-weight: 600;" + (" color: #ef4444;" if alarm else "")
+                )
+
+    def _push(self, f: Figures) -> None:
+        if self.n == HISTORY_POINTS:  # shift in place: no allocation per frame
+            for a in (self.t, self.fill, self.depth):
+                a[:-1] = a[1:]
+            self.n -= 1
+        k = self.n
+        self.t[k], self.fill[k], self.depth[k] = time.monotonic() - self.t0, f.ring_fill_ms, f.queue_depth
+        self.n += 1
+        self.fill_curve.setData(self.t[: self.n], self.fill[: self.n], skipFiniteCheck=True)
+        self.depth_curve.setData(self.t[: self.n], self.depth[: self.n], skipFiniteCheck=True)

@@ -1,0 +1,107 @@
+"""The role timeline: one row per role, one bar per line at its show time, coloured by
+state, with a moving playhead; zoom and scroll with the mouse; a click selects a cue."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+from app.cue_model import STATE_COLOURS
+from engine.service import CueView
+
+BAR_HEIGHT = 0.7
+
+
+class TimelineWidget(QWidget):
+    """Bars are redrawn only when a cue changes; the playhead moves every frame."""
+
+    cue_clicked = Signal(int)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.plot = pg.PlotWidget(background="#111827")
+        self.plot.setMouseEnabled(x=True, y=False)
+        self.plot.showGrid(x=True, y=False, alpha=0.2)
+        self.plot.setLabel("bottom", "show time", units="s")
+        self.plot.getPlotItem().hideButtons()
+        self.bars = pg.BarGraphItem(x0=[], y=[], width=[], height=BAR_HEIGHT, brushes=[])
+        self.plot.addItem(self.bars)
+        self.playhead = pg.InfiniteLine(0.0, angle=90, pen=pg.mkPen("#f8fafc", width=2))
+        self.plot.addItem(self.playhead)
+        self.follow = True
+        """Scroll so the playhead stays in view while the show plays."""
+        self.roles: tuple[str, ...] = ()
+        self.cues: tuple[CueView, ...] = ()
+        self._starts = np.zeros(0)
+        self._ends = np.zeros(0)
+        self._rows = np.zeros(0, np.int32)
+        self._brushes = {k: pg.mkBrush(v) for k, v in STATE_COLOURS.items()}
+        self.selected = -1
+        self.plot.scene().sigMouseClicked.connect(self._clicked)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.plot)
+
+    def set_cues(self, cues: tuple[CueView, ...], roles: tuple[str, ...]) -> None:
+        """Redraw the bars if anything about the cues changed."""
+        if cues == self.cues and roles == self.roles:
+            return
+        if roles != self.roles:
+            self.roles = roles
+            axis = self.plot.getAxis("left")
+            axis.setTicks([[(k, r) for k, r in enumerate(roles)]])
+            self.plot.setYRange(-0.6, max(1, len(roles)) - 0.4, padding=0)
+        self.cues = cues
+        row_of = {r: k for k, r in enumerate(roles)}
+        self._rows = np.array([row_of.get(c.role, 0) for c in cues], np.int32)
+        self._starts = np.array([c.start_s for c in cues], float)
+        self._ends = self._starts + np.array([max(0.05, c.duration_s) for c in cues], float)
+        brushes = [self._brush(c) for c in cues]
+        self.bars.setOpts(
+            x0=self._starts, y=self._rows.astype(float), width=self._ends - self._starts,
+            height=BAR_HEIGHT, brushes=brushes, pens=[self._pen(c) for c in cues],
+        )  # fmt: skip
+
+    def _brush(self, c: CueView) -> object:
+        state = "fallback" if c.fallback and c.state in ("ready", "playing") else c.state
+        return self._brushes.get(state, self._brushes["pending"])
+
+    def _pen(self, c: CueView) -> object:
+        if c.index == self.selected:
+            return pg.mkPen("#fde047", width=2)
+        if c.late_ms > 0:
+            return pg.mkPen("#ef4444", width=1)
+        return pg.mkPen(None)
+
+    def set_playhead(self, show_s: float, playing: bool) -> None:
+        self.playhead.setValue(show_s)
+        if self.follow and playing:
+            (x0, x1), _ = self.plot.viewRange()
+            if not x0 <= show_s <= x1:
+                width = x1 - x0
+                self.plot.setXRange(show_s - 0.1 * width, show_s + 0.9 * width, padding=0)
+
+    def select(self, cue_index: int) -> None:
+        self.selected = cue_index
+        cues, self.cues = self.cues, ()
+        self.set_cues(cues, self.roles)
+
+    def cue_at(self, x_s: float, y: float) -> int | None:
+        """The cue whose bar covers the point (show time, row), if any."""
+        row = round(y)
+        if abs(y - row) > BAR_HEIGHT / 2:
+            return None
+        hit = np.nonzero((self._rows == row) & (self._starts <= x_s) & (x_s <= self._ends))[0]
+        return int(self.cues[int(hit[-1])].index) if hit.size else None
+
+    def _clicked(self, event: object) -> None:
+        pos = event.scenePos()  # type: ignore[attr-defined]
+        vb = self.plot.getPlotItem().getViewBox()
+        if not vb.sceneBoundingRect().contains(pos):
+            return
+        p = vb.mapSceneToView(pos)
+        cue = self.cue_at(p.x(), p.y())
+        if cue is not None:
+            self.cue_clicked.emit(cue)
