@@ -68,7 +68,9 @@ class CastPanel(QWidget):
         voice.addItems(self.voice_ids)
         voice.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
         voice.activated.connect(lambda _i, r=role, w=voice: self._emit(r, voice_id=w.currentText()))
-        voice.lineEdit().editingFinished.connect(lambda r=role, w=voice: self._emit(r, voice_id=w.currentText()))
+        voice.lineEdit().editingFinished.connect(
+            lambda r=role, w=voice: self._emit(r, voice_id=w.currentText())
+        )
         rate = _spin(80, 450, lambda v, r=role: self._emit(r, rate_wpm=v))
         pitch = _spin(0, 100, lambda v, r=role: self._emit(r, pitch=v))
         gain = _dspin(-60.0, 12.0, 0.5, lambda v, r=role: self._emit(r, gain_db=v))
@@ -105,9 +107,7 @@ class CastPanel(QWidget):
                 w.blockSignals(False)
 
     def _emit(self, role: str, **changes: Any) -> None:
-        shown = self.shown.get(role)
-        if shown is not None and all(getattr(shown, k) == v for k, v in changes.items()):
-            return
+        # NB: only the director's edits get here; `_show` blocks signals while it updates
         self.voice_changed.emit(role, changes)
 
     def editor(self, role: str, name: str) -> QWidget:

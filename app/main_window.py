@@ -412,7 +412,8 @@ def run_gui(args: argparse.Namespace) -> int:
     app.setApplicationName("Troupe")
     app.setOrganizationName("Troupe")
     settings = EngineSettings(
-        processes=getattr(args, "processes", 1) or 1, audio_process=bool(getattr(args, "audio_process", False))
+        processes=getattr(args, "processes", 1) or 1,
+        audio_process=bool(getattr(args, "audio_process", False)),
     )
     if getattr(args, "device", None) is not None:
         from engine.audio_io.output import OutputSettings
@@ -423,11 +424,7 @@ def run_gui(args: argparse.Namespace) -> int:
     window = MainWindow(engine)
     window.open_script(getattr(args, "gui_script", None) or DEMO)
     window.show()
-    code = 0
-    if getattr(args, "smoke", False):
-        code = _smoke(app, window)
-    else:
-        code = app.exec()
+    code = _smoke(app, window) if getattr(args, "smoke", False) else app.exec()
     window.close()
     engine.close()
     return code

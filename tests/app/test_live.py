@@ -1,0 +1,78 @@
+"""The window on the JACK dummy device: GO, the --smoke run, and the review screenshot."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.main_window import DEMO
+from engine.audio_io.output import OutputSettings
+from engine.service import Engine, EngineSettings
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "tests" / "artifacts"
+pytestmark = pytest.mark.jack
+
+
+@pytest.fixture
+def live_engine(jack_device: int):  # type: ignore[no-untyped-def]
+    e = Engine(EngineSettings(output=OutputSettings(device=jack_device)))
+    yield e
+    e.close()
+
+
+def test_go_releases_the_next_cue(qtbot, live_engine: Engine, make_window) -> None:
+    w = make_window(live_engine)
+    w.open_script(DEMO)
+    w.stack_action.trigger()
+    qtbot.waitUntil(lambda: live_engine.show is not None and live_engine.show.cue_stack)
+    show = live_engine.show
+    assert show is not None and show.go_index == -1
+    w.go_action.trigger()
+    qtbot.waitUntil(lambda: show.go_index == 0 and live_engine.output is not None)
+    qtbot.waitUntil(lambda: show.tracks[0].start_s is not None, timeout=10_000)
+    assert show.tracks[1].start_s is None  # held until the next GO
+    qtbot.waitUntil(lambda: show._next_place == 1)
+    w.go_action.trigger()
+    qtbot.waitUntil(lambda: show.go_index == 1)
+    qtbot.waitUntil(lambda: show.tracks[1].start_s is not None, timeout=10_000)
+
+
+def test_smoke_run_plays_two_seconds(jack_device: int) -> None:
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "main.py"), "--smoke", "--device", str(jack_device)],
+        capture_output=True, text=True, timeout=90, env=env, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "smoke:" in done.stdout and "13 cues" in done.stdout
+
+
+def test_screenshot_of_a_playing_show(qtbot, live_engine: Engine, make_window) -> None:
+    """Saves tests/artifacts/main_window.png for review: cues, timeline, heatmap, monitor."""
+    w = make_window(live_engine)
+    w.resize(1600, 1000)
+    w.show()
+    w.open_script(DEMO)
+    w.play()
+    qtbot.wait(2500)
+    w.adlib_role.setCurrentText("OWEN")
+    w.adlib_text.setText("Iris, the tower lights just went out!")
+    w.speak_adlib()
+    qtbot.wait(2500)
+    w.select_cue(3)
+    snap = live_engine.snapshot()
+    assert snap.playhead_s > 1.0 and snap.priorities.shape[0] == len(snap.roles)
+    assert float(snap.priorities.max()) > 0.0  # the heatmap has something to show
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / "main_window.png"
+    image = w.grab().toImage()
+    assert image.save(str(path))
+    assert path.stat().st_size > 20_000
+    colours = {image.pixelColor(x, y).name() for x in range(0, image.width(), 37)
+               for y in range(0, image.height(), 37)}  # fmt: skip
+    assert len(colours) > 20  # a drawn window, not a blank one

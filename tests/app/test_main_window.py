@@ -1,0 +1,187 @@
+"""The director window on a real engine, offscreen (pytest-qt)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import QMimeData, QObject, QPoint, QPointF, Qt, QUrl, Signal
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
+
+from app.main_window import DEMO, MainWindow
+from engine.audio_io.callback import RenderState, render
+from engine.service import Engine
+
+
+def _drop(window: MainWindow, *paths: Path) -> None:
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
+    pos = QPointF(window.width() / 2, window.height() / 2)
+    enter = QDragEnterEvent(pos.toPoint(), Qt.DropAction.CopyAction, mime,
+                            Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)  # fmt: skip
+    window.dragEnterEvent(enter)
+    assert enter.isAccepted()
+    drop = QDropEvent(pos, Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                      Qt.KeyboardModifier.NoModifier)  # fmt: skip
+    window.dropEvent(drop)
+
+
+def test_dropped_script_shows_its_cues_and_roles(qtbot, engine: Engine, make_window, testdata: Path) -> None:
+    w = make_window(engine)
+    _drop(w, testdata / "brick_and_steel.fountain")
+    script = engine.script
+    assert script is not None and Path(script.path).name == "brick_and_steel.fountain"
+    qtbot.waitUntil(lambda: w.cue_model.rowCount() == len(script.cues))
+    assert w.cast.roles == tuple(script.roles)
+    assert [w.adlib_role.itemText(k) for k in range(w.adlib_role.count())] == list(script.roles)
+    assert w.cue_model.data(w.cue_model.index(0, 3)) == script.cues[0].text
+    assert w.session.recent()[0].name == "brick_and_steel.fountain"
+
+
+def test_bad_file_shows_banner_and_keeps_the_show(qtbot, engine: Engine, make_window, testdata: Path) -> None:
+    w = make_window(engine)
+    assert w.open_script(DEMO)
+    before = engine.script
+    _drop(w, testdata / "bad_encoding.fountain")
+    assert w.banner.isVisibleTo(w) and "bad_encoding.fountain" in w.banner.text
+    assert engine.script is before
+    qtbot.waitUntil(lambda: w.cue_model.rowCount() == len(before.cues))  # type: ignore[union-attr]
+
+
+def test_edit_requeues_only_that_line(qtbot, engine: Engine, make_window) -> None:
+    w = make_window(engine)
+    w.open_script(DEMO)
+    show = engine.show
+    assert show is not None
+    qtbot.waitUntil(lambda: all(c.state == "ready" for c in w.cue_model.cues[:4]), timeout=20_000)
+    generations = [t.generation for t in show.tracks]
+    assert w.cue_model.setData(w.cue_model.index(2, 3), "A completely new line.")
+    qtbot.waitUntil(lambda: show.tracks[2].cue.text == "A completely new line.")
+    after = [t.generation for t in show.tracks]
+    assert after[2] == generations[2] + 1
+    assert after[:2] + after[3:] == generations[:2] + generations[3:]
+    qtbot.waitUntil(lambda: w.cue_model.cues[2].text == "A completely new line.")
+    qtbot.waitUntil(lambda: w.cue_model.cues[2].state == "ready", timeout=20_000)
+
+
+def test_empty_adlib_and_bad_setting_reach_the_banner(qtbot, engine: Engine, make_window) -> None:
+    w = make_window(engine)
+    w.open_script(DEMO)
+    w.adlib_text.setText("   ")
+    w.speak_adlib()
+    assert "needs some text" in w.banner.text
+    w.banner.hide()
+    engine.set_voice("IRIS", rate_wpm=5000)
+    qtbot.waitUntil(lambda: w.banner.isVisibleTo(w))
+    assert "rate_wpm" in w.banner.text and "IRIS" in w.banner.text
+
+
+def _rms(engine: Engine, seconds: float) -> float:
+    """Act as the audio callback for `seconds` of audio; the RMS of what came out."""
+    out = np.zeros((256, 2), np.float32)
+    total, n = 0.0, 0
+    state = RenderState(playing=True)
+    for _ in range(int(seconds * 48_000 / 256)):
+        while engine.ring.fill_frames < 256:
+            engine._wake.set()
+            engine._stop.wait(0.001)
+        render(out, engine.ring, state)
+        total += float(np.square(out).sum())
+        n += out.size
+    return (total / n) ** 0.5
+
+
+def test_mute_and_solo_change_the_mix(qtbot, engine: Engine, make_window, tmp_path: Path) -> None:
+    script = tmp_path / "duo.txt"
+    lines = [f"ANNA: This is line number {k} of the long speech." for k in range(30)]
+    script.write_text("\n".join([*lines, "BORIS: And I speak only at the very end."]) + "\n")
+    w = make_window(engine)
+    assert w.open_script(script)
+    qtbot.waitUntil(lambda: w.cast.roles == ("ANNA", "BORIS"))
+    engine.play()
+    assert _rms(engine, 2.0) > 1e-3
+    w.cast.editor("ANNA", "mute").setChecked(True)  # type: ignore[attr-defined]
+    qtbot.waitUntil(lambda: engine.cast["ANNA"].mute)
+    _rms(engine, 0.5)  # what was mixed before the change
+    assert _rms(engine, 1.5) == 0.0
+    w.cast.editor("ANNA", "mute").setChecked(False)  # type: ignore[attr-defined]
+    w.cast.editor("BORIS", "solo").setChecked(True)  # type: ignore[attr-defined]
+    qtbot.waitUntil(lambda: engine.cast["BORIS"].solo and not engine.cast["ANNA"].mute)
+    _rms(engine, 0.5)
+    assert _rms(engine, 1.5) == 0.0  # only BORIS may sound, and he is silent here
+    w.cast.editor("BORIS", "solo").setChecked(False)  # type: ignore[attr-defined]
+    qtbot.waitUntil(lambda: not engine.cast["BORIS"].solo)
+    _rms(engine, 0.5)
+    assert _rms(engine, 1.5) > 1e-3
+
+
+def test_weight_slider_reaches_the_scheduler(qtbot, engine: Engine, make_window) -> None:
+    w = make_window(engine)
+    w.open_script(DEMO)
+    qtbot.waitUntil(lambda: "OWEN" in w.cast.roles)
+    w.cast.editor("OWEN", "weight").setValue(125)  # type: ignore[attr-defined]
+    qtbot.waitUntil(lambda: engine.scheduler.weights.get("OWEN") == 12.5)
+    qtbot.waitUntil(lambda: w.cast.shown["OWEN"].weight == 12.5)
+
+
+def test_render_job_writes_the_mix(
+    qtbot, engine: Engine, make_window, tmp_path: Path, testdata: Path
+) -> None:
+    w = make_window(engine)
+    w.open_script(testdata / "radio_play.txt")
+    out = tmp_path / "show.wav"
+    job = w.start_render(out, tmp_path / "stems")
+    with qtbot.waitSignal(job.succeeded, timeout=60_000) as got:
+        pass
+    assert got.args[0].path == out and out.stat().st_size > 1000
+    assert any((tmp_path / "stems").iterdir())
+
+
+def test_autosave_and_recovery_after_a_crash(qtbot, engine: Engine, make_window, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    w = make_window(engine, data_dir=data)
+    w.open_script(DEMO)
+    engine.set_voice("IRIS", pitch=77)
+    qtbot.waitUntil(lambda: engine.cast["IRIS"].pitch == 77)
+    assert w.session.autosave()
+    assert engine.project_path is None  # an autosave is not the director's project file
+    w.bridge.stop()  # the window "crashes": no closeEvent, the lock file stays
+    assert (data / "running.lock").exists()
+    second = Engine()
+    try:
+        w2 = make_window(second, data_dir=data)
+        assert w2.banner.isVisibleTo(w2) and w2.banner.action.isVisibleTo(w2)
+        w2.banner.action.click()
+        qtbot.waitUntil(lambda: second.script is not None and second.cast["IRIS"].pitch == 77)
+        w2.close()
+        assert not (data / "running.lock").exists()
+    finally:
+        second.close()
+
+
+def test_qt_signals_keep_reference_counts() -> None:
+    """PySide6 6.12.0 dropped a reference to True on every emission, aborting the app."""
+
+    class Emitter(QObject):
+        fired = Signal(object)
+
+    e = Emitter()
+    e.fired.connect(lambda _v: None)
+    before = sys.getrefcount(True)
+    for _ in range(5000):
+        e.fired.emit(1)
+    assert sys.getrefcount(True) > before - 100
+
+
+def test_timeline_click_selects_the_cue(qtbot, engine: Engine, make_window) -> None:
+    w = make_window(engine)
+    w.open_script(DEMO)
+    qtbot.waitUntil(lambda: len(w.timeline.cues) > 3)
+    cue = w.timeline.cues[3]
+    row = w.timeline.roles.index(cue.role)
+    assert w.timeline.cue_at(cue.start_s + cue.duration_s / 2, row) == cue.index
+    assert w.timeline.cue_at(cue.start_s + cue.duration_s / 2, row + 0.45) is None
+    w.timeline.cue_clicked.emit(cue.index)
+    assert w.selected_cue() == cue.index and w.timeline.selected == cue.index
+    assert QPoint  # keeps the import used where pyqtgraph maps scene points
