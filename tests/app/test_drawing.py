@@ -10,10 +10,9 @@ from engine.service import HISTORY_COLUMNS, CueView, EngineSnapshot, Figures
 
 def _cues(states: list[str]) -> tuple[CueView, ...]:
     roles = ["HERO", "FOIL", "NARRATOR"]
+    late = [40.0 if s == "played" else 0.0 for s in states]
     return tuple(
-        CueView(
-            k, roles[k % 3], f"line {k}", 0, s, 1.5 * k, 1.2, 40.0 if s == "played" else 0.0, False, "", ()
-        )  # fmt: skip
+        CueView(k, roles[k % 3], f"line {k}", 0, s, 1.5 * k, 1.2, late[k], False, "", ())
         for k, s in enumerate(states)
     )
 
