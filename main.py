@@ -133,6 +133,56 @@ def cmd_gui(args: argparse.Namespace) -> int:
     return run_gui(args)
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    import ipaddress
+    import os
+
+    import uvicorn
+    from prometheus_client import start_http_server
+
+    from engine.server import SpeechService, SpeechSettings
+    from engine.server.http import create_app
+
+    token = args.token or os.environ.get("TROUPE_TOKEN") or None
+    try:
+        loopback = ipaddress.ip_address(args.host).is_loopback
+    except ValueError:
+        loopback = args.host == "localhost"
+    if not loopback and not token:
+        print("troupe serve: binding beyond loopback needs --token (or TROUPE_TOKEN)", file=sys.stderr)
+        return 2
+    settings = SpeechSettings(processes=args.processes, policy=args.policy, scripts_dir=args.scripts_dir)
+    service = SpeechService(settings)
+    try:
+        if args.script:
+            service.load_script(args.script)
+        if args.metrics_port:
+            start_http_server(args.metrics_port, addr=args.host, registry=service.telemetry.registry)
+        uvicorn.run(create_app(service, token), host=args.host, port=args.port, log_level="warning")
+    finally:
+        service.close()
+    return 0
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    import os
+
+    from engine.server import probe
+
+    token = args.token or os.environ.get("TROUPE_TOKEN") or None
+    interval = probe.parse_interval(args.interval)
+    if args.mode == "once":
+        data = probe.once(args.url, interval, token)
+        if args.json:
+            print(probe.dumps(data))
+        else:
+            for k, v in data.items():
+                print(f"{k:>16}: {v}")
+        return 0
+    probe.live(args.url, interval, token, args.duration)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="troupe", description="Live multi-role AI voice drama.")
     p.add_argument("--smoke", action="store_true", help="GUI self-test: open, play 2 s, exit")
@@ -166,6 +216,26 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("voices", help="list voices").add_argument("--variants", action="store_true")
     sub.choices["voices"].set_defaults(func=cmd_voices)
     sub.add_parser("devices", help="list audio output devices").set_defaults(func=cmd_devices)
+
+    sv = sub.add_parser("serve", help="HTTP speech server (OpenAI-compatible) with /metrics")
+    sv.add_argument("--host", default="127.0.0.1")
+    sv.add_argument("--port", type=int, default=8080)
+    sv.add_argument("--metrics-port", type=int, default=9090, help="0: only /metrics on --port")
+    sv.add_argument("--token", help="bearer token clients must send (or TROUPE_TOKEN)")
+    sv.add_argument("--script", type=Path, help="script whose roles are cast at start")
+    sv.add_argument("--scripts-dir", type=Path, default=Path("."), help="POST /v1/script reads only here")
+    sv.add_argument("--processes", type=int, default=1, help="espeak-ng worker processes")
+    sv.add_argument("--policy", default="role_aware", choices=["role_aware", "fifo"])
+    sv.set_defaults(func=cmd_serve)
+
+    pr = sub.add_parser("probe", help="live view of a running server's scheduler")
+    pr.add_argument("--mode", choices=["live", "once"], default="live")
+    pr.add_argument("--interval", default="100ms", help="e.g. 100ms, 1s")
+    pr.add_argument("--url", default="http://127.0.0.1:9090")
+    pr.add_argument("--json", action="store_true", help="with --mode once: one JSON snapshot")
+    pr.add_argument("--duration", type=float, default=0.0, help="live mode: stop after this long")
+    pr.add_argument("--token", help="bearer token (or TROUPE_TOKEN)")
+    pr.set_defaults(func=cmd_probe)
     return p
 
 

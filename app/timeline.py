@@ -15,7 +15,12 @@ BAR_HEIGHT = 0.7
 
 
 class TimelineWidget(QWidget):
-    """Bars are redrawn only when a cue changes; the playhead moves every frame."""
+    """Bars are redrawn only when a cue changes; the playhead moves every frame.
+
+    Bars are grouped into one BarGraphItem per (state, outline): an item with a single
+    brush and pen paints all its rectangles in one `drawRects` call, which keeps 2,000
+    cues well inside a frame.
+    """
 
     cue_clicked = Signal(int)
 
@@ -26,8 +31,9 @@ class TimelineWidget(QWidget):
         self.plot.showGrid(x=True, y=False, alpha=0.2)
         self.plot.setLabel("bottom", "show time", units="s")
         self.plot.getPlotItem().hideButtons()
-        self.bars = pg.BarGraphItem(x0=[], y=[], width=[], height=BAR_HEIGHT, brushes=[])
-        self.plot.addItem(self.bars)
+        self.layers: dict[tuple[str, str], pg.BarGraphItem] = {}
+        self.drawn: dict[int, tuple[str, str]] = {}
+        """Cue index -> (state colour, outline) as last drawn."""
         self.playhead = pg.InfiniteLine(0.0, angle=90, pen=pg.mkPen("#f8fafc", width=2))
         self.plot.addItem(self.playhead)
         self.follow = True
@@ -37,7 +43,8 @@ class TimelineWidget(QWidget):
         self._starts = np.zeros(0)
         self._ends = np.zeros(0)
         self._rows = np.zeros(0, np.int32)
-        self._brushes = {k: pg.mkBrush(v) for k, v in STATE_COLOURS.items()}
+        self._pens = {"none": pg.mkPen(None), "late": pg.mkPen("#ef4444", width=1),
+                      "selected": pg.mkPen("#fde047", width=2)}  # fmt: skip
         self.selected = -1
         self.plot.scene().sigMouseClicked.connect(self._clicked)
         layout = QVBoxLayout(self)
@@ -58,22 +65,29 @@ class TimelineWidget(QWidget):
         self._rows = np.array([row_of.get(c.role, 0) for c in cues], np.int32)
         self._starts = np.array([c.start_s for c in cues], float)
         self._ends = self._starts + np.array([max(0.05, c.duration_s) for c in cues], float)
-        brushes = [self._brush(c) for c in cues]
-        self.bars.setOpts(
-            x0=self._starts, y=self._rows.astype(float), width=self._ends - self._starts,
-            height=BAR_HEIGHT, brushes=brushes, pens=[self._pen(c) for c in cues],
-        )  # fmt: skip
+        keys = [(_state(c), _outline(c, self.selected)) for c in cues]
+        self.drawn = {c.index: k for c, k in zip(cues, keys, strict=True)}
+        groups: dict[tuple[str, str], list[int]] = {}
+        for k, key in enumerate(keys):
+            groups.setdefault(key, []).append(k)
+        for key in set(self.layers) | set(groups):
+            idx = np.array(groups.get(key, []), np.int64)
+            self._layer(key).setOpts(
+                x0=self._starts[idx], y=self._rows[idx].astype(float),
+                width=self._ends[idx] - self._starts[idx], height=BAR_HEIGHT,
+            )  # fmt: skip
 
-    def _brush(self, c: CueView) -> object:
-        state = "fallback" if c.fallback and c.state in ("ready", "playing") else c.state
-        return self._brushes.get(state, self._brushes["pending"])
-
-    def _pen(self, c: CueView) -> object:
-        if c.index == self.selected:
-            return pg.mkPen("#fde047", width=2)
-        if c.late_ms > 0:
-            return pg.mkPen("#ef4444", width=1)
-        return pg.mkPen(None)
+    def _layer(self, key: tuple[str, str]) -> pg.BarGraphItem:
+        if key not in self.layers:
+            state, outline = key
+            brush = pg.mkBrush(STATE_COLOURS[state])
+            item = pg.BarGraphItem(
+                x0=[], y=[], width=[], height=BAR_HEIGHT, brush=brush, pen=self._pens[outline]
+            )
+            item.setZValue(1 if outline == "selected" else 0)
+            self.plot.addItem(item)
+            self.layers[key] = item
+        return self.layers[key]
 
     def set_playhead(self, show_s: float, playing: bool) -> None:
         self.playhead.setValue(show_s)
@@ -105,3 +119,14 @@ class TimelineWidget(QWidget):
         cue = self.cue_at(p.x(), p.y())
         if cue is not None:
             self.cue_clicked.emit(cue)
+
+
+def _state(c: CueView) -> str:
+    state = "fallback" if c.fallback and c.state in ("ready", "playing") else c.state
+    return state if state in STATE_COLOURS else "pending"
+
+
+def _outline(c: CueView, selected: int) -> str:
+    if c.index == selected:
+        return "selected"
+    return "late" if c.late_ms > 0 else "none"

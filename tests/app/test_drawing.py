@@ -38,10 +38,14 @@ def test_timeline_and_heatmap_follow_the_snapshots(qtbot, engine, make_window, f
     assert w.heatmap.image.getLevels() is not None and tuple(w.heatmap.image.getLevels()) == (0.0, 30.0)
     ticks = w.heatmap.plot.getAxis("left")._tickLevels[0]
     assert [t[1] for t in ticks] == ["HERO", "FOIL", "NARRATOR"]
-    opts = w.timeline.bars.opts
-    np.testing.assert_allclose(opts["x0"], [0.0, 1.5, 3.0, 4.5])
-    np.testing.assert_array_equal(opts["y"], [0, 1, 2, 0])
-    ready_brush = opts["brushes"][0]
+    tl = w.timeline
+    np.testing.assert_allclose(tl._starts, [0.0, 1.5, 3.0, 4.5])
+    np.testing.assert_array_equal(tl._rows, [0, 1, 2, 0])
+    assert tl.drawn == {0: ("ready", "none"), 1: ("queued", "none"), 2: ("pending", "none"),
+                        3: ("pending", "none")}  # fmt: skip
+    pending = tl.layers[("pending", "none")].opts
+    np.testing.assert_allclose(pending["x0"], [3.0, 4.5])
+    np.testing.assert_allclose(pending["y"], [2.0, 0.0])
     assert w.timeline.playhead.value() == 0.5
     assert w.cue_model.rowCount() == 4 and w.monitor.values["queue_depth"].text() == "7"
     assert "#ef4444" in w.monitor.values["underruns"].styleSheet()  # underruns are an alarm
@@ -54,8 +58,8 @@ def test_timeline_and_heatmap_follow_the_snapshots(qtbot, engine, make_window, f
     w.bridge.poll()
     np.testing.assert_array_equal(w.heatmap.image.image, pr2)
     assert w.timeline.playhead.value() == 2.0
-    new = w.timeline.bars.opts["brushes"]
-    assert new[1].color() == ready_brush.color() and new[0].color() != ready_brush.color()
+    assert tl.drawn[0] == ("played", "late") and tl.drawn[1] == ("ready", "none")
+    assert len(tl.layers[("ready", "none")].opts["x0"]) == 1  # cue 0 left the ready layer
     assert w.cue_model.data(w.cue_model.index(0, 4)).startswith("played +40")
 
 
@@ -71,4 +75,4 @@ def test_unchanged_snapshot_is_not_redrawn(qtbot, engine, make_window, fake_sour
     fake_source.messages.put("something went wrong at line 3")
     w.bridge.poll()
     assert w.banner.text == "something went wrong at line 3"
-    assert isinstance(w.timeline.bars, pg.BarGraphItem)
+    assert all(isinstance(item, pg.BarGraphItem) for item in w.timeline.layers.values())

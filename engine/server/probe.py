@@ -1,0 +1,146 @@
+"""`main.py probe`: read a running server's `/metrics` and show each role's priority, the
+queue, latency percentiles, throughput and anomalies (once as JSON, or live with rich)."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from engine.core.errors import TroupeError
+
+
+@dataclass
+class ProbeSnapshot:
+    priorities: dict[str, float] = field(default_factory=dict)
+    queue_depth: float = 0.0
+    requests_total: float = 0.0
+    p50_ms: float = float("nan")
+    p95_ms: float = float("nan")
+    throughput_rps: float = float("nan")
+    deadline_misses: float = 0.0
+    anomalies: float = 0.0
+    t: float = 0.0
+
+
+def fetch(url: str, token: str | None = None, timeout_s: float = 5.0) -> ProbeSnapshot:
+    """One reading of `<url>/metrics`."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        resp = httpx.get(url.rstrip("/") + "/metrics", headers=headers, timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        raise TroupeError(f"cannot reach {url}: {exc}") from exc
+    if resp.status_code != 200:
+        raise TroupeError(f"{url}/metrics answered {resp.status_code}: {resp.text[:200]}")
+    return parse(resp.text)
+
+
+def parse(text: str) -> ProbeSnapshot:
+    snap = ProbeSnapshot(t=time.monotonic())
+    buckets: dict[float, float] = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name == "role_priority":
+                snap.priorities[s.labels["role"]] = s.value
+            elif s.name == "troupe_queue_depth":
+                snap.queue_depth = s.value
+            elif s.name == "troupe_requests_total":
+                snap.requests_total += s.value
+            elif s.name == "troupe_deadline_misses_total":
+                snap.deadline_misses = s.value
+            elif s.name == "troupe_anomalies_total":
+                snap.anomalies += s.value
+            elif s.name == "troupe_request_latency_seconds_bucket":
+                le = float(s.labels["le"])
+                buckets[le] = buckets.get(le, 0.0) + s.value
+    snap.p50_ms, snap.p95_ms = (quantile(buckets, q) * 1000 for q in (0.5, 0.95))
+    return snap
+
+
+def quantile(buckets: dict[float, float], q: float) -> float:
+    """A quantile from cumulative histogram buckets (linear inside a bucket, as PromQL does)."""
+    edges = sorted(buckets)
+    if not edges or buckets[edges[-1]] <= 0:
+        return float("nan")
+    rank = q * buckets[edges[-1]]
+    lo_edge, lo_count = 0.0, 0.0
+    for edge in edges:
+        count = buckets[edge]
+        if count >= rank:
+            if math.isinf(edge):
+                return lo_edge
+            span = count - lo_count
+            return lo_edge + (edge - lo_edge) * ((rank - lo_count) / span if span else 0.0)
+        lo_edge, lo_count = edge, count
+    return lo_edge
+
+
+def with_rate(prev: ProbeSnapshot, cur: ProbeSnapshot) -> ProbeSnapshot:
+    dt = cur.t - prev.t
+    if dt > 0:
+        cur.throughput_rps = (cur.requests_total - prev.requests_total) / dt
+    return cur
+
+
+def once(url: str, interval_s: float, token: str | None) -> dict[str, Any]:
+    first = fetch(url, token)
+    time.sleep(interval_s)
+    snap = with_rate(first, fetch(url, token))
+    out = asdict(snap)
+    out.pop("t")
+    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in out.items()}
+
+
+def live(url: str, interval_s: float, token: str | None, duration_s: float = 0.0) -> None:
+    from rich.console import Group
+    from rich.live import Live
+    from rich.progress_bar import ProgressBar
+    from rich.table import Table
+
+    def view(s: ProbeSnapshot) -> Group:
+        table = Table(title=f"Troupe at {url}", expand=True)
+        table.add_column("role")
+        table.add_column("priority", justify="right")
+        table.add_column("", ratio=3)
+        top = max([30.0, *s.priorities.values()])
+        for role, p in sorted(s.priorities.items(), key=lambda kv: -kv[1]):
+            table.add_row(role, f"{p:.1f}", ProgressBar(total=top, completed=p))
+        figures = Table.grid(padding=(0, 3))
+        figures.add_row(f"queue {s.queue_depth:.0f}", f"p50 {s.p50_ms:.0f} ms", f"p95 {s.p95_ms:.0f} ms",
+                        f"{s.throughput_rps:.1f} req/s", f"misses {s.deadline_misses:.0f}",
+                        f"anomalies {s.anomalies:.0f}")  # fmt: skip
+        return Group(table, figures)
+
+    prev = fetch(url, token)
+    end = time.monotonic() + duration_s if duration_s else math.inf
+    with Live(view(prev), refresh_per_second=max(1, round(1 / interval_s))) as screen:
+        while time.monotonic() < end:
+            time.sleep(interval_s)
+            try:
+                cur = with_rate(prev, fetch(url, token))
+            except TroupeError as exc:
+                screen.console.print(f"[red]{exc}")
+                continue
+            screen.update(view(cur))
+            prev = cur
+
+
+def parse_interval(text: str) -> float:
+    """'100ms', '0.5s' or '2' (seconds) -> seconds."""
+    t = text.strip().lower()
+    try:
+        value = float(t[:-2]) / 1000 if t.endswith("ms") else float(t.rstrip("s"))
+    except ValueError:
+        raise TroupeError(f"interval {text!r}: expected e.g. 100ms, 0.5s or 2") from None
+    if not 0.01 <= value <= 3600:
+        raise TroupeError(f"interval {text!r}: expected 10 ms to 1 hour")
+    return value
+
+
+def dumps(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, sort_keys=True)

@@ -1,0 +1,194 @@
+"""Speech on demand for many clients: every request goes through the scheduler, so role
+priorities hold under load. One engine thread ticks the scheduler (every 50 ms and at once
+on an arrival or a completion); HTTP handlers wait on futures."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.cast import Cast
+from engine.core.errors import CastError, ScriptError, TroupeError
+from engine.core.types import Role, Script, Voice
+from engine.metrics import AnomalyDetector
+from engine.scheduler import Backend, Request, RequestClass, Scheduler, SchedulerConfig, State
+from engine.scheduler.request import Clock, monotonic
+from engine.script import load_script
+from engine.server.telemetry import Telemetry
+from engine.synthesis.base import Mono
+from engine.synthesis.espeak import EspeakSynthesizer, espeak_variants, espeak_voices
+from engine.synthesis.pool import EspeakPool
+from engine.synthesis.text import split_chunks
+
+MAX_TEXT_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class SpeechSettings:
+    """How the server's engine runs."""
+
+    processes: int = 1
+    policy: str = "role_aware"
+    budget_s: float = 2.0
+    """Deadline of a request: this long after it arrives (per chunk when streaming)."""
+    max_pending: int = 10_000
+    timeout_s: float = 30.0
+    scripts_dir: Path = Path(".")
+    """`POST /v1/script` loads scripts from inside this folder only."""
+
+
+class SpeechService:
+    """Roles, their voices and weights, and a scheduler that voices lines for them."""
+
+    def __init__(self, settings: SpeechSettings | None = None, clock: Clock = monotonic) -> None:
+        self.settings = settings or SpeechSettings()
+        self.clock = clock
+        synth = EspeakPool(self.settings.processes) if self.settings.processes > 1 else EspeakSynthesizer()
+        config = SchedulerConfig(policy=self.settings.policy, max_pending=self.settings.max_pending)
+        self.scheduler = Scheduler({"espeak": Backend(synth)}, config, clock)
+        self.cast = Cast()
+        self.script: Script | None = None
+        self.anomalies = AnomalyDetector(clock=clock)
+        self.telemetry = Telemetry(self)
+        self.scheduler.on_batch = self.telemetry.observe_batch
+        voices = espeak_voices()
+        self._variants = {v.voice_id for v in espeak_variants()}
+        self._by_name = {v.voice_id: v.voice_id for v in voices}
+        for v in voices:
+            self._by_name.setdefault(v.language.lower(), v.voice_id)  # 'en-gb' names the voice 'en'
+        self.voice_ids = sorted(self._by_name)
+        """espeak-ng voice names and the language codes they answer to ('en', 'en-gb', ...)."""
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="troupe-server-engine", daemon=True)
+        self._thread.start()
+
+    # --- engine thread ----------------------------------------------------------------
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.scheduler.tick()
+            self.telemetry.tick()
+            self.scheduler.wake.wait(self.scheduler.config.tick_s)
+
+    # --- roles ------------------------------------------------------------------------
+    def roles(self) -> dict[str, Voice]:
+        with self._lock:
+            return dict(self.cast.voices)
+
+    def voice(self, role: str) -> Voice:
+        """The voice of a known role; `CastError` if the role is not cast."""
+        key = role.strip().upper()
+        with self._lock:
+            if key not in self.cast.voices:
+                known = ", ".join(sorted(self.cast.voices)) or "none yet"
+                raise CastError(f"unknown role {role!r} (known roles: {known})")
+            return self.cast.voices[key]
+
+    def add_role(self, role: str, **changes: Any) -> Voice:
+        """Cast `role` (an automatic voice unless given) and apply `changes`."""
+        key = role.strip().upper()
+        if not key or len(key) > 64:
+            raise CastError("a role name needs 1 to 64 characters")
+        with self._lock:
+            if key not in self.cast.voices:
+                self.cast.fill([Role(key, role.strip())])
+            return self._update(key, changes)
+
+    def update_role(self, role: str, **changes: Any) -> Voice:
+        self.voice(role)  # raises for an unknown role
+        with self._lock:
+            return self._update(role.strip().upper(), changes)
+
+    def _update(self, key: str, changes: dict[str, Any]) -> Voice:
+        if "voice_id" in changes:
+            changes = {**changes, "voice_id": self.check_voice(str(changes["voice_id"]))}
+        voice = self.cast.set(key, **changes) if changes else self.cast.voices[key]
+        self.scheduler.set_weight(key, voice.weight)
+        return voice
+
+    def check_voice(self, voice_id: str) -> str:
+        """The espeak-ng voice for 'name', 'language' or either with '+variant'."""
+        lang, plus, variant = voice_id.strip().partition("+")
+        name = self._by_name.get(lang.lower())
+        if name is None or (plus and variant not in self._variants):
+            raise CastError(f"unknown voice {voice_id!r}; GET /v1/voices lists them")
+        return name + plus + variant
+
+    def load_script(self, path: str | Path) -> Script:
+        """Import a script from `scripts_dir` and cast its roles (keeping voices already cast)."""
+        root = self.settings.scripts_dir.resolve()
+        try:
+            full = (root / path).resolve()
+        except (ValueError, OSError) as exc:  # a NUL byte, a symlink loop
+            raise ScriptError(str(path).replace("\0", "\\0"), f"not a usable file path ({exc})") from None
+        if not full.is_relative_to(root):
+            raise ScriptError(path, f"outside the server's scripts folder ({root})")
+        script = load_script(full)
+        with self._lock:
+            keep = dict(self.cast.voices)
+            self.cast = Cast.auto(script, keep)
+            self.script = script
+            for role, voice in self.cast.voices.items():
+                self.scheduler.set_weight(role, voice.weight)
+        return script
+
+    # --- speech -----------------------------------------------------------------------
+    def speak(
+        self, role: str, text: str, speed: float = 1.0, klass: RequestClass = RequestClass.SCRIPTED
+    ) -> Mono:
+        """Voice `text` as `role` through the scheduler; blocks until it is done."""
+        parts = [f.result(self.settings.timeout_s) for f in self.submit(role, text, speed, klass)]
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+    def stream(self, role: str, text: str, speed: float = 1.0) -> Iterator[Mono]:
+        """Chunks of the line (sentences, long ones at clauses) in order, each as it is made."""
+        for fut in self.submit(role, text, speed, RequestClass.SCRIPTED):
+            yield fut.result(self.settings.timeout_s)
+
+    def submit(self, role: str, text: str, speed: float, klass: RequestClass) -> list[Future[Mono]]:
+        text = text.strip()
+        if not text:
+            raise TroupeError("text is empty")
+        if len(text) > MAX_TEXT_CHARS:
+            raise TroupeError(f"text is {len(text)} characters; the limit is {MAX_TEXT_CHARS}")
+        if not 0.25 <= speed <= 4.0:
+            raise TroupeError(f"speed {speed} is out of range; expected 0.25 to 4.0")
+        voice = self.voice(role)
+        if speed != 1.0:
+            voice = replace(voice, rate_wpm=max(80, min(450, round(voice.rate_wpm * speed))))
+        now = self.clock()
+        futures: list[Future[Mono]] = []
+        chunks = split_chunks(text) or [text]
+        for k, chunk in enumerate(chunks):
+            fut: Future[Mono] = Future()
+            r = Request(voice_role(role), chunk, voice, now + self.settings.budget_s * (k + 1), klass,
+                        chunk=k, n_chunks=len(chunks))  # fmt: skip
+            r.on_done = lambda req, f=fut: self._done(req, f)
+            self.scheduler.submit(r, timeout_s=1.0)
+            futures.append(fut)
+        return futures
+
+    def _done(self, r: Request, fut: Future[Mono]) -> None:
+        self.telemetry.observe_request(r)
+        if r.state is State.DONE and r.audio is not None:
+            fut.set_result(r.audio)
+        else:
+            fut.set_exception(TroupeError(f"synthesis failed for {r.role}: {r.error or r.state.value}"))
+
+    def close(self) -> None:
+        self._stop.set()
+        self.scheduler.wake.set()
+        self._thread.join(5)
+        self.scheduler.close()
+        for b in self.scheduler.backends.values():
+            b.synth.close()
+
+
+def voice_role(role: str) -> str:
+    return role.strip().upper()

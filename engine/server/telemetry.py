@@ -1,0 +1,107 @@
+"""Prometheus metrics of the speech server, and anomaly flags with trace ids in the log."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from engine.scheduler import Request, State
+from engine.scheduler.backend import Batch
+
+if TYPE_CHECKING:
+    from engine.server.speech import SpeechService
+
+log = logging.getLogger("troupe.server")
+LATENCY_BUCKETS_S = (
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.2,
+    0.3,
+    0.5,
+    0.75,
+    1.0,
+    1.5,
+    2.5,
+    5.0,
+    10.0,
+)
+
+
+class Telemetry:
+    """Owns one registry; the engine thread updates it, `/metrics` reads it."""
+
+    def __init__(self, service: SpeechService) -> None:
+        self.service = service
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.latency = Histogram("troupe_request_latency_seconds", "Arrival to audio done, per request",
+                                 ["role", "klass"], buckets=LATENCY_BUCKETS_S, registry=r)  # fmt: skip
+        self.queue_wait = Histogram("troupe_queue_wait_seconds", "Arrival to dispatch", ["role"],
+                                    buckets=LATENCY_BUCKETS_S, registry=r)  # fmt: skip
+        self.requests = Counter(
+            "troupe_requests", "Requests that ended", ["role", "klass", "state"], registry=r
+        )
+        self.queue_depth = Gauge("troupe_queue_depth", "Requests waiting in the scheduler", registry=r)
+        self.batch_size = Histogram("troupe_batch_size", "Requests per dispatched batch", ["backend"],
+                                    buckets=(1, 2, 4, 8, 16, 32, 64), registry=r)  # fmt: skip
+        self.rtf = Gauge(
+            "troupe_synthesis_rtf", "Seconds of compute per second of audio", ["backend"], registry=r
+        )
+        self.priority = Gauge(
+            "role_priority", "Each role's current scheduling priority", ["role"], registry=r
+        )
+        self.misses = Counter("troupe_deadline_misses", "Requests done after their deadline", registry=r)
+        self.fallbacks = Counter(
+            "troupe_fallbacks", "Lines voiced by the fallback backend", ["reason"], registry=r
+        )
+        self.anomalies = Counter("troupe_anomalies", "Requests slower than 1.8x the stage's p99", ["stage"],
+                                 registry=r)  # fmt: skip
+        self._fallback_seen = {"failure": 0, "deadline": 0}
+
+    def observe_request(self, req: Request) -> None:
+        """A request ended (engine thread)."""
+        klass = req.klass.name.lower()
+        self.requests.labels(req.role, klass, req.state.value).inc()
+        if req.state is not State.DONE:
+            return
+        total_s = req.t_done - req.t_enqueued
+        wait_s = req.t_dispatched - req.t_enqueued
+        self.latency.labels(req.role, klass).observe(total_s)
+        self.queue_wait.labels(req.role).observe(wait_s)
+        if req.t_done > req.deadline_s:
+            self.misses.inc()
+        synth_s = req.t_done - req.t_dispatched
+        for stage, ms in (("queue_wait", wait_s * 1000), ("synthesize", synth_s * 1000),
+                          ("total", total_s * 1000)):  # fmt: skip
+            a = self.service.anomalies.observe(stage, ms, str(req.id))
+            if a is not None:
+                self.anomalies.labels(stage).inc()
+                log.warning("anomaly: trace %s stage %s took %.0f ms (baseline p99 %.0f ms, role %s)",
+                            req.id, stage, ms, a.baseline_p99_ms, req.role)  # fmt: skip
+
+    def observe_batch(self, batch: Batch) -> None:
+        self.batch_size.labels(batch.backend).observe(len(batch.requests))
+
+    def tick(self) -> None:
+        """Gauges that follow the scheduler (every engine tick)."""
+        sched = self.service.scheduler
+        self.queue_depth.set(sched.pending_count)
+        for name, backend in sched.backends.items():
+            self.rtf.labels(name).set(backend.rtf)
+        for role, p in sched.role_priorities().items():
+            self.priority.labels(role).set(p)
+        stats = sched.stats
+        for reason, count in (
+            ("failure", stats.fallback_on_failure),
+            ("deadline", stats.fallback_on_deadline),
+        ):
+            if count > self._fallback_seen[reason]:
+                self.fallbacks.labels(reason).inc(count - self._fallback_seen[reason])
+                self._fallback_seen[reason] = count

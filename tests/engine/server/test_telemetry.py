@@ -1,0 +1,47 @@
+"""Anomaly flags and histogram quantiles on an injected clock (no server)."""
+
+from __future__ import annotations
+
+import math
+
+from engine.metrics import AnomalyDetector
+from engine.server.probe import parse_interval, quantile
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_slow_request_over_baseline_and_floor_is_flagged() -> None:
+    clock = Clock()
+    det = AnomalyDetector(window_s=60, clock=clock)
+    for k in range(50):
+        clock.t += 0.5
+        assert det.observe("synthesize", 100 + (k % 10), str(k)) is None
+    a = det.observe("synthesize", 250, "slow-1")  # > 1.8 x ~109 ms and > 200 ms
+    assert a is not None and a.trace_id == "slow-1" and a.baseline_p99_ms < 110
+    assert det.observe("synthesize", 190, "under-floor") is None  # 1.8x baseline but under 200 ms
+    clock.t += 61  # the baseline window slides: too few samples left to judge
+    assert det.observe("synthesize", 5000, "no-baseline") is None
+
+
+def test_histogram_quantile_interpolates_like_promql() -> None:
+    buckets = {0.1: 50.0, 0.2: 90.0, 0.5: 100.0, math.inf: 100.0}
+    assert abs(quantile(buckets, 0.5) - 0.1) < 1e-9
+    assert abs(quantile(buckets, 0.7) - 0.15) < 1e-9
+    assert math.isnan(quantile({}, 0.5))
+
+
+def test_interval_parsing() -> None:
+    assert parse_interval("100ms") == 0.1 and parse_interval("2s") == 2.0 and parse_interval("0.5") == 0.5
+    for bad in ("fast", "0ms", "-1s"):
+        try:
+            parse_interval(bad)
+        except Exception as exc:
+            assert "interval" in str(exc)
+        else:
+            raise AssertionError(bad)
