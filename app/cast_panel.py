@@ -67,9 +67,9 @@ class CastPanel(QWidget):
         voice.setEditable(True)
         voice.addItems(self.voice_ids)
         voice.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
-        voice.activated.connect(lambda _i, r=role, w=voice: self._emit(r, voice_id=w.currentText()))
+        voice.activated.connect(lambda _i, r=role, w=voice: self._emit(r, **voice_change(w.currentText())))
         voice.lineEdit().editingFinished.connect(
-            lambda r=role, w=voice: self._emit(r, voice_id=w.currentText())
+            lambda r=role, w=voice: self._emit(r, **voice_change(w.currentText()))
         )
         rate = _spin(80, 450, lambda v, r=role: self._emit(r, rate_wpm=v))
         pitch = _spin(0, 100, lambda v, r=role: self._emit(r, pitch=v))
@@ -96,7 +96,7 @@ class CastPanel(QWidget):
         try:
             combo = ed["voice_id"]
             assert isinstance(combo, QComboBox)
-            combo.setCurrentText(v.voice_id)
+            combo.setCurrentText(v.voice_id if v.backend == "espeak" else f"{v.backend}:{v.voice_id}")
             for name in ("rate_wpm", "pitch", "gain_db", "pan"):
                 ed[name].setValue(getattr(v, name))  # type: ignore[attr-defined]
             ed["weight"].setValue(round(v.weight * WEIGHT_STEPS))  # type: ignore[attr-defined]
@@ -113,6 +113,12 @@ class CastPanel(QWidget):
     def editor(self, role: str, name: str) -> QWidget:
         """The widget that edits `name` for `role` (for tests and keyboard focus)."""
         return self.editors[role][name]
+
+
+def voice_change(text: str) -> dict[str, str]:
+    """A voice chosen by name: `kokoro:jf_alpha` names its backend, a bare name is espeak-ng."""
+    text = text.strip()
+    return {"voice_id": text} if ":" in text else {"backend": "espeak", "voice_id": text}
 
 
 def _spin(lo: int, hi: int, on_change: Any) -> QSpinBox:

@@ -56,8 +56,24 @@ def auto_voice(role: Role, taken: set[str]) -> Voice:
     return Voice(backend="espeak", voice_id=vid, pitch=pitch, pan=pan)
 
 
+BACKENDS = ("espeak", "kokoro")
+"""Voice backends a role can be cast to; `kokoro:jf_alpha` picks one in a voice id."""
+
+
 def validate_voice(voice: Voice, where: str) -> Voice:
-    """Raise `CastError` naming `where` if a value is out of range."""
+    """Raise `CastError` naming `where` if a value is out of range; a `backend:` prefix on
+    the voice id moves into `backend`."""
+    prefix, colon, rest = voice.voice_id.partition(":")
+    if colon:
+        if prefix not in BACKENDS:
+            raise CastError(
+                f"{where}: unknown voice backend {prefix!r}; expected one of {', '.join(BACKENDS)}"
+            )
+        voice = replace(voice, backend=prefix, voice_id=rest.strip())
+    if voice.backend not in BACKENDS:
+        raise CastError(
+            f"{where}: unknown voice backend {voice.backend!r}; expected one of {', '.join(BACKENDS)}"
+        )
     for name, (lo, hi) in _LIMITS.items():
         value = getattr(voice, name)
         if not isinstance(value, int | float) or not math.isfinite(value) or not lo <= value <= hi:

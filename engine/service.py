@@ -38,6 +38,7 @@ from engine.scheduler.request import Clock, monotonic
 from engine.script import load_script
 from engine.show import Show
 from engine.synthesis.espeak import EspeakSynthesizer, espeak_variants, espeak_voices
+from engine.synthesis.kokoro import make_kokoro
 from engine.synthesis.pool import EspeakPool
 
 T = TypeVar("T")
@@ -57,6 +58,8 @@ class EngineSettings:
     render_ahead_ms: float = 200.0
     pacing: Pacing = field(default_factory=Pacing)
     ring_frames: int = 1 << 15
+    neural: bool = True
+    """Offer Kokoro voices when the neural extra is installed."""
 
 
 @dataclass(frozen=True)
@@ -132,9 +135,11 @@ class Engine:
         self.clock = clock
         self.ring = MixRing(self.settings.ring_frames)
         synth = EspeakPool(self.settings.processes) if self.settings.processes > 1 else EspeakSynthesizer()
-        self.scheduler = Scheduler(
-            {"espeak": Backend(synth)}, SchedulerConfig(policy=self.settings.policy), clock
-        )
+        backends = {"espeak": Backend(synth)}
+        neural = make_kokoro() if self.settings.neural else None
+        if neural is not None:  # batched by length bucket; its failures fall back to espeak-ng
+            backends["kokoro"] = Backend(neural, length_buckets=True)
+        self.scheduler = Scheduler(backends, SchedulerConfig(policy=self.settings.policy), clock)
         self.script: Script | None = None
         self.cast = Cast()
         self.show: Show | None = None
@@ -275,7 +280,9 @@ class Engine:
         ids = [v.voice_id for v in espeak_voices()]
         english = [v for v in ids if v.startswith("en")]
         variants = [v.voice_id for v in espeak_variants()]
-        return sorted(set(ids) | {f"{e}+{k}" for e in english for k in variants})
+        neural = [f"{b.name}:{v.voice_id}" for b in self.scheduler.backends.values()
+                  if b.name != "espeak" for v in b.synth.voices()]  # fmt: skip
+        return neural + sorted(set(ids) | {f"{e}+{k}" for e in english for k in variants})
 
     def output_devices(self) -> list[str]:
         """Output devices as '<index>: <name> (<host API>)' for a device chooser."""

