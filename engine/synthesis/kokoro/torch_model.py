@@ -8,8 +8,8 @@ at once with their own lengths, voices and speeds:
   padded to the longest;
 - frame side (F0/energy predictor and the iSTFT decoder), batched over padded frames: the
   LSTM runs packed, every convolution sees zeros past an item's end (as a lone utterance
-  sees zero padding), and every instance norm takes its statistics over the item's own
-  frames only (`_FrameMask`);
+  sees zero padding), and every instance norm normalises each item over its own frames
+  with the kernel a lone utterance gets (`_FrameMask`);
 - each item's audio is trimmed to its own length.
 Where the model adds noise (the harmonic source), outputs differ run to run in either path.
 """
@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from engine.core.errors import SynthesisError
 
@@ -109,7 +110,7 @@ def full_config(vocab: dict[str, int]) -> dict[str, Any]:
 class _FrameMask:
     """Forward hooks that make padded frames invisible to convolutions and instance norms."""
 
-    def __init__(self, modules: Sequence[nn.Module], frames: torch.Tensor, max_frames: int) -> None:
+    def __init__(self, modules: Sequence[nn.Module], frames: list[int], max_frames: int) -> None:
         self.frames, self.max_frames = frames, max_frames
         self.handles: list[Any] = []
         for root in modules:
@@ -121,22 +122,26 @@ class _FrameMask:
 
     def mask(self, x: torch.Tensor) -> torch.Tensor:
         t = x.shape[-1]
-        valid = torch.clamp(torch.ceil(self.frames * (t / self.max_frames)), max=t)
+        valid = torch.tensor(self.valid(t), device=x.device)
         return (torch.arange(t, device=x.device)[None, :] < valid[:, None]).to(x.dtype)[:, None, :]
 
     def _zero_padding(self, _m: nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...]:
         return (args[0] * self.mask(args[0]), *args[1:])
 
-    def _masked_norm(self, m: nn.Module, args: tuple[Any, ...], _out: torch.Tensor) -> torch.Tensor:
+    def _masked_norm(self, m: nn.Module, args: tuple[Any, ...], out: torch.Tensor) -> torch.Tensor:
+        """Each item normalised over its own frames, by the module's own kernel (so an item
+        gets the same arithmetic as when it runs alone); zeros past its end."""
         x = args[0]
-        mask = self.mask(x)
-        n = mask.sum(-1, keepdim=True).clamp(min=1)
-        mean = (x * mask).sum(-1, keepdim=True) / n
-        var = (((x - mean) * mask) ** 2).sum(-1, keepdim=True) / n
-        y = (x - mean) / torch.sqrt(var + m.eps)
-        if isinstance(m.weight, torch.Tensor) and isinstance(m.bias, torch.Tensor):  # affine
-            y = y * m.weight[None, :, None] + m.bias[None, :, None]
-        return torch.as_tensor(y * mask)
+        t = x.shape[-1]
+        valid = self.valid(t)
+        y = torch.zeros_like(out)
+        weight, bias = getattr(m, "weight", None), getattr(m, "bias", None)
+        for b, n in enumerate(valid):  # NB: the functional form; calling `m` would re-enter this hook
+            y[b : b + 1, :, :n] = F.instance_norm(x[b : b + 1, :, :n], weight=weight, bias=bias, eps=m.eps)
+        return y
+
+    def valid(self, t: int) -> list[int]:
+        return [min(t, math.ceil(float(f) * t / self.max_frames)) for f in self.frames]
 
     def __enter__(self) -> _FrameMask:
         return self
@@ -193,7 +198,8 @@ class BatchedKokoro:
         en = d.transpose(-1, -2) @ aln
         asr = km.text_encoder(ids, lengths, pad) @ aln
         pred = km.predictor
-        with _FrameMask([pred.F0, pred.N, pred.F0_proj, pred.N_proj, km.decoder], frames.float(), f_max):
+        masked = [pred.F0, pred.N, pred.F0_proj, pred.N_proj, km.decoder] if len(items) > 1 else []
+        with _FrameMask(masked, [int(f) for f in frames], f_max):
             shared = _packed(pred.shared, en.transpose(-1, -2), frames.cpu(), f_max).transpose(-1, -2)
             f0, n = shared, shared
             for block in pred.F0:

