@@ -135,9 +135,13 @@ class _FrameMask:
         t = x.shape[-1]
         valid = self.valid(t)
         y = torch.zeros_like(out)
-        weight, bias = getattr(m, "weight", None), getattr(m, "bias", None)
+        weight, bias, eps = (
+            getattr(m, "weight", None),
+            getattr(m, "bias", None),
+            float(getattr(m, "eps", 1e-5)),
+        )
         for b, n in enumerate(valid):  # NB: the functional form; calling `m` would re-enter this hook
-            y[b : b + 1, :, :n] = F.instance_norm(x[b : b + 1, :, :n], weight=weight, bias=bias, eps=m.eps)
+            y[b : b + 1, :, :n] = F.instance_norm(x[b : b + 1, :, :n], weight=weight, bias=bias, eps=eps)
         return y
 
     def valid(self, t: int) -> list[int]:

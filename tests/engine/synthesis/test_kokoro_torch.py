@@ -76,8 +76,10 @@ def test_synthesizer_batches_requests_in_order(model, tmp_path: Path) -> None:  
     from engine.synthesis.kokoro.torch_synth import KokoroTorch
 
     synth = KokoroTorch(kmodel=model.km, device="cpu", max_batch=4)
-    reqs = [SynthRequest("Hold the line.", Voice(backend="kokoro", voice_id="jf_alpha")),
-            SynthRequest("Nobody came home that night. We waited.", Voice(backend="kokoro", voice_id="jm_kumo"))]  # fmt: skip
+    reqs = [
+        SynthRequest("Hold the line.", Voice(backend="kokoro", voice_id="jf_alpha")),
+        SynthRequest("Nobody came home that night. We waited.", Voice(backend="kokoro", voice_id="jm_kumo")),
+    ]
     short, long = synth.synthesize(reqs)
     assert short.dtype == np.float32 and 0 < len(short) < len(long)
     assert len(short) % (2 * SAMPLES_PER_FRAME) == 0  # 24 kHz frames resampled to 48 kHz
