@@ -105,7 +105,14 @@ def cmd_play(args: argparse.Namespace) -> int:
 
 def cmd_voices(args: argparse.Namespace) -> int:
     from engine.synthesis.espeak import espeak_variants, espeak_voices
+    from engine.synthesis.kokoro import make_kokoro
 
+    neural = make_kokoro()
+    if neural is not None and not args.variants:
+        for v in neural.voices():
+            print(
+                f"kokoro:{v.voice_id:<24} {v.gender or '-':<6} {v.language or '-':<10} (blend: 0.7*a+0.3*b)"
+            )
     rows = espeak_variants() if args.variants else espeak_voices()
     for v in rows:
         print(f"{v.backend}:{v.voice_id:<24} {v.gender or '-':<2} {v.language:<16} {v.name}")
@@ -183,6 +190,15 @@ def cmd_probe(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_build_engine(args: argparse.Namespace) -> int:
+    from engine.synthesis.kokoro.export import build_engine
+
+    result = build_engine(args.weights, args.out)
+    print(f"{result.message} (export {result.export_s:.1f} s)")
+    print(f"use it with: TROUPE_KOKORO_ONNX={result.onnx_path} python main.py ...")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="troupe", description="Live multi-role AI voice drama.")
     p.add_argument("--smoke", action="store_true", help="GUI self-test: open, play 2 s, exit")
@@ -227,6 +243,11 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--processes", type=int, default=1, help="espeak-ng worker processes")
     sv.add_argument("--policy", default="role_aware", choices=["role_aware", "fifo"])
     sv.set_defaults(func=cmd_serve)
+
+    be = sub.add_parser("build-engine", help="export Kokoro to ONNX and build a TensorRT engine")
+    be.add_argument("--weights", type=Path, required=True, help="folder with config.json and .pth weights")
+    be.add_argument("--out", type=Path, default=Path("kokoro-engine"), help="output folder")
+    be.set_defaults(func=cmd_build_engine)
 
     pr = sub.add_parser("probe", help="live view of a running server's scheduler")
     pr.add_argument("--mode", choices=["live", "once"], default="live")

@@ -17,6 +17,8 @@ WEIGHTS_ENV = "TROUPE_KOKORO_DIR"
 """Folder with Kokoro's config.json and .pth weights: the torch path (never downloaded)."""
 VOICES_ENV = "TROUPE_KOKORO_VOICES"
 """Folder of extra voice files (.npy, .bin, .pt) beside the shipped ones."""
+ONNX_ENV = "TROUPE_KOKORO_ONNX"
+"""A Kokoro ONNX file to use instead of the shipped one (e.g. from `main.py build-engine`)."""
 
 
 def onnx_available() -> bool:
@@ -36,7 +38,8 @@ def make_kokoro(weights_dir: Path | None = None, voices_dir: Path | None = None)
         if onnx_available():
             from engine.synthesis.kokoro.onnx_model import KokoroOnnx
 
-            return KokoroOnnx(voices_dir=voices_dir)
+            model = Path(os.environ[ONNX_ENV]) if os.environ.get(ONNX_ENV) else None
+            return KokoroOnnx(model=model, voices_dir=voices_dir)
     except (SynthesisError, ImportError) as exc:
         log.warning("kokoro: not available (%s); espeak-ng voices only", exc)
     return None

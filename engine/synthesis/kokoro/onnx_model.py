@@ -40,9 +40,20 @@ def shipped_model_bytes() -> bytes:
     return blob
 
 
-def choose_providers(available: Sequence[str]) -> list[str]:
-    """The preferred providers that this onnxruntime build has, best first."""
-    chosen = [p for p in PREFERRED_PROVIDERS if p in available]
+def choose_providers(available: Sequence[str], engine_cache: Path | None = None) -> list[Any]:
+    """The preferred providers that this onnxruntime build has, best first; TensorRT builds
+    fp16 engines and caches them (so a built engine is reused on the next start)."""
+    chosen: list[Any] = []
+    for p in PREFERRED_PROVIDERS:
+        if p not in available:
+            continue
+        if p == "TensorrtExecutionProvider":
+            options: dict[str, Any] = {"trt_fp16_enable": True}
+            if engine_cache is not None:
+                options |= {"trt_engine_cache_enable": True, "trt_engine_cache_path": str(engine_cache)}
+            chosen.append((p, options))
+        else:
+            chosen.append(p)
     return chosen or list(available)
 
 
@@ -54,8 +65,11 @@ class KokoroOnnx:
     sample_rate_hz = SAMPLE_RATE_HZ
 
     def __init__(self, model: Path | None = None, voices_dir: Path | None = None,
-                 threads: int | None = None, british: bool = False) -> None:  # fmt: skip
+                 threads: int | None = None, british: bool = False,
+                 engine_cache: Path | None = None) -> None:  # fmt: skip
         self.model_path = model
+        self.engine_cache = engine_cache or (model.parent / "trt_cache" if model else None)
+        self._inputs = ("tokens", "style", "speed")
         self.voices_dir = voices_dir
         self.threads = threads or max(1, os.cpu_count() or 1)
         self.british = british
@@ -75,13 +89,16 @@ class KokoroOnnx:
             opts = ort.SessionOptions()
             opts.intra_op_num_threads = self.threads
             opts.inter_op_num_threads = 1
-            providers = choose_providers(ort.get_available_providers())
+            providers = choose_providers(ort.get_available_providers(), self.engine_cache)
             model = str(self.model_path) if self.model_path else shipped_model_bytes()
             try:
                 self._session = ort.InferenceSession(model, sess_options=opts, providers=providers)
             except Exception as exc:  # onnxruntime raises its own untyped errors
                 raise SynthesisError(f"cannot load the Kokoro model: {exc}") from exc
             self.provider = self._session.get_providers()[0]
+            names = [i.name for i in self._session.get_inputs()]
+            if names[:3] == ["input_ids", "ref_s", "speed"]:  # exported by `main.py build-engine`
+                self._inputs = ("input_ids", "ref_s", "speed")
             log.info("kokoro: onnxruntime on %s (%d threads)", self.provider, self.threads)
         self._run([50, 83, 54, 157, 57], self.bank.get(self.bank.names()[0]), 1.0)  # warm-up
 
@@ -90,10 +107,11 @@ class KokoroOnnx:
 
     def _run(self, tokens: list[int], style: np.ndarray, speed: float) -> Mono:
         sess = self._session
+        ids, ref, spd = self._inputs
         audio = sess.run(None, {
-            "tokens": np.array([[0, *tokens, 0]], np.int64),
-            "style": style_for(style, len(tokens)).reshape(1, -1),
-            "speed": np.array([speed], np.float32),
+            ids: np.array([[0, *tokens, 0]], np.int64),
+            ref: style_for(style, len(tokens)).reshape(1, -1).astype(np.float32),
+            spd: np.array([speed], np.float32),
         })[0]  # fmt: skip
         return np.asarray(audio, np.float32).reshape(-1)
 

@@ -107,3 +107,23 @@ def test_cuda_bf16_batch_runs(model) -> None:  # type: ignore[no-untyped-def]
     assert all(np.isfinite(a).all() and a.size for a in out)
     mem = gpu_memory()
     assert mem is not None and mem.reserved_bytes >= mem.allocated_bytes and 0 <= mem.fragmentation <= 1
+
+
+def test_build_engine_exports_an_onnx_the_backend_runs(tmp_path: Path) -> None:
+    """`main.py build-engine` on the real architecture: the ONNX takes any token count and
+    the ONNX backend voices with it (TensorRT is used where onnxruntime has it)."""
+    pytest.importorskip("onnx")
+    from engine.synthesis.kokoro.export import build_engine
+    from engine.synthesis.kokoro.onnx_model import KokoroOnnx
+
+    weights = tmp_path / "weights"
+    random_kmodel(small_config(shipped_vocab()), weights, seed=2)
+    result = build_engine(weights, tmp_path / "engine")
+    assert result.onnx_path.is_file() and result.onnx_path.stat().st_size > 1_000_000
+    synth = KokoroOnnx(model=result.onnx_path, threads=2)
+    short, long = synth.synthesize([
+        SynthRequest("Go.", Voice(backend="kokoro", voice_id="jf_alpha")),
+        SynthRequest("Nobody came home that night.", Voice(backend="kokoro", voice_id="jm_kumo")),
+    ])  # fmt: skip
+    assert 0 < len(short) < len(long) and len(long) % (2 * SAMPLES_PER_FRAME) == 0
+    assert synth.provider in ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider")
