@@ -24,6 +24,8 @@ from engine.synthesis.kokoro.voices import VoiceBank, shipped_package, shipped_v
 log = logging.getLogger("troupe.kokoro")
 MODEL_RATE_HZ = 24_000
 PREFERRED_PROVIDERS = ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider")
+FIRST_CHUNK_TOKENS = 48
+"""Streaming starts on the first clause group of at most this many phonemes (~0.6 s)."""
 BASE_RATE_WPM = 175
 """A role's rate_wpm over this is Kokoro's speed factor."""
 
@@ -123,7 +125,7 @@ class KokoroOnnx:
     def stream(self, request: SynthRequest) -> Iterator[Mono]:
         """Clause groups that fit the context, each as soon as it is voiced (48 kHz)."""
         self.load()
-        parts = self.phonemizer.split(request.text)
+        parts = self.phonemizer.split(request.text, first_tokens=FIRST_CHUNK_TOKENS)
         if not parts:
             raise SynthesisError(f"nothing to say in {request.text!r}")
         style, speed = self._voice(request)

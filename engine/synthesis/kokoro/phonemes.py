@@ -86,18 +86,24 @@ class Phonemizer:
         unknown = "".join(sorted({c for c in ph if c not in self.vocab}))
         return Phonemized(ph, tokens, unknown)
 
-    def split(self, text: str, max_tokens: int = MAX_TOKENS) -> list[Phonemized]:
-        """Phonemize, then cut at clause punctuation (or spaces) so each part fits the context."""
+    def split(
+        self, text: str, max_tokens: int = MAX_TOKENS, first_tokens: int | None = None
+    ) -> list[Phonemized]:
+        """Phonemize, then cut at clause punctuation (or spaces) so each part fits the context.
+        With `first_tokens`, the first part ends at the first clause boundary that keeps it
+        that short, so streaming can start on it while the rest is voiced."""
         whole = self(text)
-        if len(whole.tokens) <= max_tokens:
+        limit = first_tokens or max_tokens
+        if len(whole.tokens) <= limit:
             return [whole] if whole.tokens else []
-        parts, cur = [], ""
+        parts: list[str] = []
+        cur = ""
         for piece in re.split(r"(?<=[.,;:!?…])\s+", whole.phonemes):
             while len(piece) > max_tokens:  # one clause longer than the context: cut at a space
                 cut = piece.rfind(" ", 0, max_tokens) if " " in piece[:max_tokens] else max_tokens
                 parts.append(piece[:cut])
                 piece = piece[cut:].strip()
-            if cur and len(cur) + 1 + len(piece) > max_tokens:
+            if cur and len(cur) + 1 + len(piece) > (max_tokens if parts else limit):
                 parts.append(cur)
                 cur = piece
             else:

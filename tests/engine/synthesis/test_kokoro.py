@@ -149,3 +149,11 @@ def test_cast_names_the_backend_in_the_voice_id() -> None:
     assert cast.set("IRIS", backend="espeak", voice_id="en-us").backend == "espeak"
     with pytest.raises(CastError, match="unknown voice backend"):
         cast.set("IRIS", voice_id="festival:kal")
+
+
+def test_first_part_is_short_for_streaming(vocab: dict[str, int]) -> None:
+    ph = Phonemizer(vocab)
+    text = "Wait, listen to me, the transmitter is failing and we have less than a minute left."
+    parts = ph.split(text, first_tokens=20)
+    assert len(parts) >= 2 and len(parts[0].tokens) <= 20
+    assert "".join(p.phonemes for p in parts).replace(" ", "") == ph(text).phonemes.replace(" ", "")
