@@ -139,7 +139,7 @@ def create_app(service: SpeechService, token: str | None = None) -> FastAPI:
     @app.get("/v1/voices")
     @app.get("/v1/audio/voices")
     async def voices() -> dict[str, Any]:
-        return {"voices": service.voice_ids, "roles": sorted(service.roles())}
+        return {"voices": service.neural_voice_ids() + service.voice_ids, "roles": sorted(service.roles())}
 
     @app.get("/v1/roles")
     async def roles() -> dict[str, Any]:

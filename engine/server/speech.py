@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from engine.cast import Cast
-from engine.core.errors import CastError, ScriptError, TroupeError
+from engine.core.errors import CastError, ScriptError, SynthesisError, TroupeError
 from engine.core.types import Role, Script, Voice
 from engine.metrics import AnomalyDetector
 from engine.scheduler import Backend, Request, RequestClass, Scheduler, SchedulerConfig, State
@@ -23,6 +23,7 @@ from engine.script import load_script
 from engine.server.telemetry import Telemetry
 from engine.synthesis.base import Mono
 from engine.synthesis.espeak import EspeakSynthesizer, espeak_variants, espeak_voices
+from engine.synthesis.kokoro import make_kokoro
 from engine.synthesis.pool import EspeakPool
 from engine.synthesis.text import split_chunks
 
@@ -39,6 +40,8 @@ class SpeechSettings:
     """Deadline of a request: this long after it arrives (per chunk when streaming)."""
     max_pending: int = 10_000
     timeout_s: float = 30.0
+    neural: bool = True
+    """Offer Kokoro voices (`kokoro:jf_alpha`) when the neural extra is installed."""
     scripts_dir: Path = Path(".")
     """`POST /v1/script` loads scripts from inside this folder only."""
 
@@ -51,7 +54,11 @@ class SpeechService:
         self.clock = clock
         synth = EspeakPool(self.settings.processes) if self.settings.processes > 1 else EspeakSynthesizer()
         config = SchedulerConfig(policy=self.settings.policy, max_pending=self.settings.max_pending)
-        self.scheduler = Scheduler({"espeak": Backend(synth)}, config, clock)
+        backends = {"espeak": Backend(synth)}
+        neural = make_kokoro() if self.settings.neural else None
+        if neural is not None:
+            backends["kokoro"] = Backend(neural, length_buckets=True)
+        self.scheduler = Scheduler(backends, config, clock)
         self.cast = Cast()
         self.script: Script | None = None
         self.anomalies = AnomalyDetector(clock=clock)
@@ -107,18 +114,35 @@ class SpeechService:
 
     def _update(self, key: str, changes: dict[str, Any]) -> Voice:
         if "voice_id" in changes:
-            changes = {**changes, "voice_id": self.check_voice(str(changes["voice_id"]))}
+            voice_id = self.check_voice(str(changes["voice_id"]))
+            backend = {} if voice_id.startswith("kokoro:") else {"backend": "espeak"}
+            changes = {**changes, **backend, "voice_id": voice_id}
         voice = self.cast.set(key, **changes) if changes else self.cast.voices[key]
         self.scheduler.set_weight(key, voice.weight)
         return voice
 
     def check_voice(self, voice_id: str) -> str:
-        """The espeak-ng voice for 'name', 'language' or either with '+variant'."""
+        """The espeak-ng voice for 'name', 'language' or either with '+variant'; or a Kokoro
+        voice or blend as 'kokoro:spec'."""
+        backend, colon, spec = voice_id.strip().partition(":")
+        if colon:
+            kokoro = self.scheduler.backends.get("kokoro")
+            if backend != "kokoro" or kokoro is None:
+                raise CastError(f"unknown voice {voice_id!r}; GET /v1/voices lists them")
+            try:
+                kokoro.synth.bank.get(spec.strip())  # type: ignore[attr-defined]
+            except SynthesisError as exc:
+                raise CastError(str(exc)) from None
+            return f"kokoro:{spec.strip()}"
         lang, plus, variant = voice_id.strip().partition("+")
         name = self._by_name.get(lang.lower())
         if name is None or (plus and variant not in self._variants):
             raise CastError(f"unknown voice {voice_id!r}; GET /v1/voices lists them")
         return name + plus + variant
+
+    def neural_voice_ids(self) -> list[str]:
+        kokoro = self.scheduler.backends.get("kokoro")
+        return [f"kokoro:{v.voice_id}" for v in kokoro.synth.voices()] if kokoro is not None else []
 
     def load_script(self, path: str | Path) -> Script:
         """Import a script from `scripts_dir` and cast its roles (keeping voices already cast)."""

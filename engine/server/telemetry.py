@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from engine.scheduler import Request, State
 from engine.scheduler.backend import Batch
+from engine.server.tracing import make_tracer
+from engine.synthesis.gpu import gpu_memory
 
 if TYPE_CHECKING:
     from engine.server.speech import SpeechService
 
 log = logging.getLogger("troupe.server")
+GPU_EVERY_S = 1.0
+"""The allocator snapshot behind the fragmentation figure is too costly for every tick."""
 LATENCY_BUCKETS_S = (
     0.005,
     0.01,
@@ -64,9 +69,14 @@ class Telemetry:
         self.anomalies = Counter("troupe_anomalies", "Requests slower than 1.8x the stage's p99", ["stage"],
                                  registry=r)  # fmt: skip
         self._fallback_seen = {"failure": 0, "deadline": 0}
+        self.gpu = Gauge("troupe_gpu", "GPU figures where one exists", ["figure"], registry=r)
+        self._gpu_at = -GPU_EVERY_S
+        self.tracer = make_tracer()
 
     def observe_request(self, req: Request) -> None:
         """A request ended (engine thread)."""
+        if self.tracer is not None:
+            self.tracer.record(req)
         klass = req.klass.name.lower()
         self.requests.labels(req.role, klass, req.state.value).inc()
         if req.state is not State.DONE:
@@ -105,3 +115,20 @@ class Telemetry:
             if count > self._fallback_seen[reason]:
                 self.fallbacks.labels(reason).inc(count - self._fallback_seen[reason])
                 self._fallback_seen[reason] = count
+        now = time.monotonic()
+        if now - self._gpu_at >= GPU_EVERY_S:
+            self._gpu_at = now
+            self._gpu_figures()
+
+    def _gpu_figures(self) -> None:
+        mem = gpu_memory()
+        if mem is None:
+            return
+        figures = {"allocated_bytes": mem.allocated_bytes, "reserved_bytes": mem.reserved_bytes,
+                   "total_bytes": mem.total_bytes, "free_bytes": mem.free_bytes,
+                   "largest_free_block_bytes": mem.largest_free_block_bytes,
+                   "fragmentation": mem.fragmentation}  # fmt: skip
+        if mem.utilisation_pct is not None:
+            figures["utilisation_pct"] = mem.utilisation_pct
+        for name, value in figures.items():
+            self.gpu.labels(name).set(value)

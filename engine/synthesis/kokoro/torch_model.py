@@ -112,6 +112,7 @@ class _FrameMask:
 
     def __init__(self, modules: Sequence[nn.Module], frames: list[int], max_frames: int) -> None:
         self.frames, self.max_frames = frames, max_frames
+        self._masks: dict[tuple[int, torch.dtype], torch.Tensor] = {}
         self.handles: list[Any] = []
         for root in modules:
             for m in root.modules():
@@ -121,9 +122,14 @@ class _FrameMask:
                     self.handles.append(m.register_forward_hook(self._masked_norm))
 
     def mask(self, x: torch.Tensor) -> torch.Tensor:
-        t = x.shape[-1]
-        valid = torch.tensor(self.valid(t), device=x.device)
-        return (torch.arange(t, device=x.device)[None, :] < valid[:, None]).to(x.dtype)[:, None, :]
+        key = (x.shape[-1], x.dtype)
+        if key not in self._masks:  # each time length recurs in several layers
+            t = x.shape[-1]
+            valid = torch.tensor(self.valid(t), device=x.device)
+            self._masks[key] = (torch.arange(t, device=x.device)[None, :] < valid[:, None]).to(x.dtype)[
+                :, None, :
+            ]
+        return self._masks[key]
 
     def _zero_padding(self, _m: nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...]:
         return (args[0] * self.mask(args[0]), *args[1:])

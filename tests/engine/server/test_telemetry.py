@@ -45,3 +45,28 @@ def test_interval_parsing() -> None:
             assert "interval" in str(exc)
         else:
             raise AssertionError(bad)
+
+
+def test_request_span_has_a_child_per_stage() -> None:
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from engine.core.types import Voice
+    from engine.scheduler import Request, State
+    from engine.server.tracing import Tracer
+
+    exporter = InMemorySpanExporter()
+    tracer = Tracer(SimpleSpanProcessor(exporter))
+    r = Request("HERO", "Hold the line.", Voice(), deadline_s=11.0)
+    r.t_enqueued, r.t_dispatched, r.t_synth_start, r.t_first_chunk, r.t_done = 10.0, 10.1, 10.1, 10.3, 10.4
+    r.state, r.backend = State.DONE, "espeak"
+    tracer.record(r)
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    assert set(spans) == {"request", "queued", "synthesize", "first_chunk"}
+    root = spans["request"]
+    assert root.attributes["troupe.role"] == "HERO" and root.attributes["troupe.state"] == "ready"
+    for name in ("queued", "synthesize", "first_chunk"):
+        assert spans[name].parent is not None and spans[name].parent.span_id == root.context.span_id
+    assert abs((root.end_time - root.start_time) / 1e9 - 0.4) < 1e-6
+    assert abs((spans["queued"].end_time - spans["queued"].start_time) / 1e9 - 0.1) < 1e-6
+    tracer.close()
