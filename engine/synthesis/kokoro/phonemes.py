@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from engine.synthesis.espeak_lib import EspeakLib
+from engine.synthesis.text import pack
 
 MAX_TOKENS = 510
 """Kokoro's context is 512 positions, two of them the boundary tokens."""
@@ -96,21 +97,14 @@ class Phonemizer:
         limit = first_tokens or max_tokens
         if len(whole.tokens) <= limit:
             return [whole] if whole.tokens else []
-        parts: list[str] = []
-        cur = ""
+        pieces: list[str] = []
         for piece in re.split(r"(?<=[.,;:!?…])\s+", whole.phonemes):
             while len(piece) > max_tokens:  # one clause longer than the context: cut at a space
                 cut = piece.rfind(" ", 0, max_tokens) if " " in piece[:max_tokens] else max_tokens
-                parts.append(piece[:cut])
+                pieces.append(piece[:cut])
                 piece = piece[cut:].strip()
-            if cur and len(cur) + 1 + len(piece) > (max_tokens if parts else limit):
-                parts.append(cur)
-                cur = piece
-            else:
-                cur = f"{cur} {piece}".strip()
-        if cur:
-            parts.append(cur)
-        return [self._tokenize(p) for p in parts if p]
+            pieces.append(piece)
+        return [self._tokenize(p) for p in pack(pieces, max_tokens, limit) if p]
 
     def _tokenize(self, ph: str) -> Phonemized:
         tokens = [self.vocab[c] for c in ph if c in self.vocab]
