@@ -12,8 +12,9 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 from engine.service import HISTORY_COLUMNS
 
 TICK_S = 0.05
-LEVELS = (0.0, 30.0)
-"""Fixed colour levels: weights run 0..20 and age adds on top; ad-libs (+100) saturate."""
+MIN_TOP, MAX_TOP = 4.0, 30.0
+"""The colour scale's top follows the busiest role in view, between these: a weight-1 role
+waiting stays visible, and an ad-lib (+100) saturates instead of washing out the rest."""
 
 
 class HeatmapWidget(QWidget):
@@ -28,7 +29,7 @@ class HeatmapWidget(QWidget):
         self.image = pg.ImageItem(axisOrder="row-major")
         self.plot.addItem(self.image)
         self.colorbar = pg.ColorBarItem(
-            values=LEVELS, colorMap=pg.colormap.get("viridis"), label="priority", interactive=False
+            values=(0.0, MAX_TOP), colorMap=pg.colormap.get("viridis"), label="priority", interactive=False
         )
         self.colorbar.setImageItem(self.image, insert_in=self.plot.getPlotItem())
         self.roles: tuple[str, ...] = ()
@@ -39,13 +40,18 @@ class HeatmapWidget(QWidget):
 
     def set_priorities(self, priorities: NDArray[np.float32], roles: tuple[str, ...]) -> None:
         """Show a roles x HISTORY_COLUMNS array (newest column last)."""
-        if roles != self.roles or priorities.shape != self.data.shape:
+        reshaped = roles != self.roles or priorities.shape != self.data.shape
+        if reshaped:
             self.roles = roles
             self.data = np.zeros(priorities.shape, np.float32)
-            span_s = priorities.shape[1] * TICK_S
-            self.image.setRect(QRectF(-span_s, -0.5, span_s, max(1, len(roles))))
             self.plot.getAxis("left").setTicks([[(k, r) for k, r in enumerate(roles)]])
-            self.plot.setRange(xRange=(-span_s, 0), yRange=(-0.5, max(1, len(roles)) - 0.5), padding=0)
         np.copyto(self.data, priorities)
         if self.data.size:
-            self.image.setImage(self.data, autoLevels=False, levels=LEVELS)
+            levels = (0.0, min(MAX_TOP, max(MIN_TOP, float(self.data.max()))))
+            self.image.setImage(self.data, autoLevels=False, levels=levels)
+            if reshaped:  # NB: after setImage: the rect maps the image's own size onto the axes
+                span_s = priorities.shape[1] * TICK_S
+                self.image.setRect(QRectF(-span_s, -0.5, span_s, len(roles)))
+                self.plot.setRange(xRange=(-span_s, 0), yRange=(-0.5, len(roles) - 0.5), padding=0)
+            if tuple(self.colorbar.levels()) != levels:
+                self.colorbar.setLevels(levels)

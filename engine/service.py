@@ -38,7 +38,7 @@ from engine.scheduler.request import Clock, monotonic
 from engine.script import load_script
 from engine.show import Show
 from engine.synthesis.espeak import EspeakSynthesizer, espeak_variants, espeak_voices
-from engine.synthesis.kokoro import make_kokoro
+from engine.synthesis.kokoro import make_kokoro, warm_up_in_background
 from engine.synthesis.pool import EspeakPool
 
 T = TypeVar("T")
@@ -139,6 +139,7 @@ class Engine:
         neural = make_kokoro() if self.settings.neural else None
         if neural is not None:  # batched by length bucket; its failures fall back to espeak-ng
             backends["kokoro"] = Backend(neural, length_buckets=True)
+            warm_up_in_background(neural)
         self.scheduler = Scheduler(backends, SchedulerConfig(policy=self.settings.policy), clock)
         self.script: Script | None = None
         self.cast = Cast()

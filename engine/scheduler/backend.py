@@ -53,8 +53,10 @@ class Backend:
         self.min_timeout_s = min_timeout_s
         self.clock = clock
         self.inflight = 0
-        self.rtf = 0.05
-        """Measured seconds of compute per second of audio for one request (latency, EWMA)."""
+        self.rtf = float(getattr(synth, "expected_rtf", 0.05))
+        """Measured seconds of compute per second of audio for one request (latency, EWMA);
+        it starts from the synthesizer's own guess, so a slow voice is not trusted to be fast
+        before its first line has been timed."""
         self.cost_per_audio_s = self.rtf / self.slots
         """Backend time one second of audio uses up, batching and slots included (EWMA)."""
         self._executor = (

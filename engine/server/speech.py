@@ -23,7 +23,7 @@ from engine.script import load_script
 from engine.server.telemetry import Telemetry
 from engine.synthesis.base import Mono
 from engine.synthesis.espeak import EspeakSynthesizer, espeak_variants, espeak_voices
-from engine.synthesis.kokoro import make_kokoro
+from engine.synthesis.kokoro import make_kokoro, warm_up_in_background
 from engine.synthesis.pool import EspeakPool
 from engine.synthesis.text import split_chunks
 
@@ -58,6 +58,7 @@ class SpeechService:
         neural = make_kokoro() if self.settings.neural else None
         if neural is not None:
             backends["kokoro"] = Backend(neural, length_buckets=True)
+            warm_up_in_background(neural)
         self.scheduler = Scheduler(backends, config, clock)
         self.cast = Cast()
         self.script: Script | None = None

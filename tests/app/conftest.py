@@ -3,12 +3,13 @@ a temporary folder, and a fake snapshot source for drawing tests."""
 
 from __future__ import annotations
 
+import gc
 import queue
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QCoreApplication, QEvent, QSettings
 
 from app.main_window import MainWindow
 from engine.service import Engine, EngineSettings, EngineSnapshot
@@ -16,20 +17,31 @@ from engine.service import Engine, EngineSettings, EngineSnapshot
 
 @pytest.fixture
 def engine() -> Iterator[Engine]:
-    e = Engine(EngineSettings())
+    e = Engine(EngineSettings(neural=False))  # the window's tests need no neural model loading
     yield e
     e.close()
 
 
 @pytest.fixture
 def make_window(qtbot, tmp_path: Path):  # type: ignore[no-untyped-def]
+    made: list[MainWindow] = []
+
     def make(engine: Engine, source: object | None = None, data_dir: Path | None = None) -> MainWindow:
         settings = QSettings(str(tmp_path / "troupe.ini"), QSettings.Format.IniFormat)
         w = MainWindow(engine, settings, data_dir or tmp_path / "data", source)  # type: ignore[arg-type]
-        qtbot.addWidget(w)
+        made.append(w)
         return w
 
-    return make
+    yield make
+    # Destroy the windows here, on the GUI thread. Left to Python's garbage collector, a
+    # window can be collected on an engine thread; PySide then defers the C++ deletion to
+    # the GUI thread at an arbitrary later point, where it was seen to deadlock in ~QObject.
+    for w in made:
+        w.close()
+        w.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    made.clear()
+    gc.collect()
 
 
 class FakeSource:

@@ -35,7 +35,8 @@ def test_timeline_and_heatmap_follow_the_snapshots(qtbot, engine, make_window, f
     fake_source.current = _snapshot(1, ["ready", "queued", "pending", "pending"], pr, 0.5)
     w.bridge.poll()
     np.testing.assert_array_equal(w.heatmap.image.image, pr)
-    assert w.heatmap.image.getLevels() is not None and tuple(w.heatmap.image.getLevels()) == (0.0, 30.0)
+    assert tuple(w.heatmap.image.getLevels()) == (0.0, 12.0)  # the busiest role sets the top
+    assert tuple(w.heatmap.colorbar.levels()) == (0.0, 12.0)
     ticks = w.heatmap.plot.getAxis("left")._tickLevels[0]
     assert [t[1] for t in ticks] == ["HERO", "FOIL", "NARRATOR"]
     tl = w.timeline
@@ -57,6 +58,7 @@ def test_timeline_and_heatmap_follow_the_snapshots(qtbot, engine, make_window, f
     fake_source.current = _snapshot(2, ["played", "ready", "queued", "pending"], pr2, 2.0)
     w.bridge.poll()
     np.testing.assert_array_equal(w.heatmap.image.image, pr2)
+    assert tuple(w.heatmap.image.getLevels()) == (0.0, 25.0)
     assert w.timeline.playhead.value() == 2.0
     assert tl.drawn[0] == ("played", "late") and tl.drawn[1] == ("ready", "none")
     assert len(tl.layers[("ready", "none")].opts["x0"]) == 1  # cue 0 left the ready layer
@@ -76,3 +78,17 @@ def test_unchanged_snapshot_is_not_redrawn(qtbot, engine, make_window, fake_sour
     w.bridge.poll()
     assert w.banner.text == "something went wrong at line 3"
     assert all(isinstance(item, pg.BarGraphItem) for item in w.timeline.layers.values())
+
+
+def test_heatmap_maps_rows_to_roles_and_columns_to_time(qtbot, engine, make_window, fake_source) -> None:
+    w = make_window(engine, source=fake_source)
+    w.bridge.stop()
+    pr = np.zeros((3, HISTORY_COLUMNS), np.float32)
+    pr[2, -1] = 20.0  # NARRATOR, newest column
+    fake_source.current = _snapshot(1, ["ready"], pr, 0.0)
+    w.bridge.poll()
+    rect = w.heatmap.image.mapRectToParent(w.heatmap.image.boundingRect())
+    assert abs(rect.left() + HISTORY_COLUMNS * 0.05) < 1e-6 and abs(rect.right()) < 1e-6
+    assert abs(rect.top() + 0.5) < 1e-6 and abs(rect.bottom() - 2.5) < 1e-6
+    point = w.heatmap.image.mapFromParent(pg.Point(-0.025, 2.0))  # the last tick, NARRATOR's row
+    assert (int(point.y()), int(point.x())) == (2, HISTORY_COLUMNS - 1)

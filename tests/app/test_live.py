@@ -58,6 +58,9 @@ def test_screenshot_of_a_playing_show(qtbot, live_engine: Engine, make_window) -
     w.resize(1600, 1000)
     w.show()
     w.open_script(DEMO)
+    if "kokoro" in live_engine.scheduler.backends:  # neural voices keep the queue busy: a fuller heatmap
+        live_engine.set_voice("IRIS", voice_id="kokoro:jf_alpha")
+        live_engine.set_voice("CALLER", voice_id="kokoro:0.5*jf_nezumi+0.5*jm_kumo")
     w.play()
     qtbot.wait(2500)
     w.adlib_role.setCurrentText("OWEN")

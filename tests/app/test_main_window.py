@@ -11,7 +11,7 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 
 from app.main_window import DEMO, MainWindow
 from engine.audio_io.callback import RenderState, render
-from engine.service import Engine
+from engine.service import Engine, EngineSettings
 
 
 def _drop(window: MainWindow, *paths: Path) -> None:
@@ -148,7 +148,7 @@ def test_autosave_and_recovery_after_a_crash(qtbot, engine: Engine, make_window,
     assert engine.project_path is None  # an autosave is not the director's project file
     w.bridge.stop()  # the window "crashes": no closeEvent, the lock file stays
     assert (data / "running.lock").exists()
-    second = Engine()
+    second = Engine(EngineSettings(neural=False))
     try:
         w2 = make_window(second, data_dir=data)
         assert w2.banner.isVisibleTo(w2) and w2.banner.action.isVisibleTo(w2)

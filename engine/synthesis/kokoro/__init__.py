@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import threading
 from pathlib import Path
 
 from engine.core.errors import SynthesisError
@@ -19,6 +20,24 @@ VOICES_ENV = "TROUPE_KOKORO_VOICES"
 """Folder of extra voice files (.npy, .bin, .pt) beside the shipped ones."""
 ONNX_ENV = "TROUPE_KOKORO_ONNX"
 """A Kokoro ONNX file to use instead of the shipped one (e.g. from `main.py build-engine`)."""
+
+
+def warm_up_in_background(synth: Synthesizer) -> threading.Thread | None:
+    """Load the model on a side thread now, so that the first line cast to it does not wait
+    for the load; a failure is logged (the line then fails over to espeak-ng as usual)."""
+    load = getattr(synth, "load", None)
+    if load is None:
+        return None
+
+    def run() -> None:
+        try:
+            load()
+        except SynthesisError as exc:
+            log.warning("kokoro: warm-up failed: %s", exc)
+
+    thread = threading.Thread(target=run, name="troupe-kokoro-warmup", daemon=True)
+    thread.start()
+    return thread
 
 
 def onnx_available() -> bool:

@@ -65,6 +65,8 @@ class KokoroOnnx:
     name = "kokoro"
     max_batch = 1
     sample_rate_hz = SAMPLE_RATE_HZ
+    expected_rtf = 0.4
+    """Before the first line is timed: about 0.3 was measured on 2 CPU cores (bench_neural.py)."""
 
     def __init__(self, model: Path | None = None, voices_dir: Path | None = None,
                  threads: int | None = None, british: bool = False,

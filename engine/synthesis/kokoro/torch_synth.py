@@ -53,6 +53,8 @@ class KokoroTorch:
         self.bank = VoiceBank(voices_dir)
         self.phonemizer = Phonemizer(kmodel.vocab, british)
         self.autocast_dtype = _autocast_dtype(self.device, precision)
+        self.expected_rtf = 0.05 if self.device.type == "cuda" else 0.35
+        """Before the first batch is timed (CPU: 0.31 measured at batch 1, bench_neural.py)."""
         self._copy_stream = (
             torch.cuda.Stream(self.device) if self.device.type == "cuda" else None  # type: ignore[no-untyped-call]
         )

@@ -45,7 +45,7 @@ TESTDATA = Path(__file__).resolve().parents[4] / "shared" / "testdata"
 
 @pytest.fixture(scope="module")
 def live_server() -> Iterator[LiveServer]:
-    service = SpeechService(SpeechSettings(scripts_dir=TESTDATA))
+    service = SpeechService(SpeechSettings(scripts_dir=TESTDATA, neural=False))
     server, thread, url = _start(service, None)
     yield LiveServer(url, service, None)
     server.should_exit = True
@@ -55,7 +55,7 @@ def live_server() -> Iterator[LiveServer]:
 
 @pytest.fixture
 def token_server() -> Iterator[LiveServer]:
-    service = SpeechService(SpeechSettings())
+    service = SpeechService(SpeechSettings(neural=False))
     server, thread, url = _start(service, "s3cret")
     yield LiveServer(url, service, "s3cret")
     server.should_exit = True
