@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer
@@ -416,10 +417,7 @@ def run_gui(args: argparse.Namespace) -> int:
         audio_process=bool(getattr(args, "audio_process", False)),
     )
     if getattr(args, "device", None) is not None:
-        from engine.audio_io.output import OutputSettings
-
-        settings = EngineSettings(processes=settings.processes, audio_process=settings.audio_process,
-                                  output=OutputSettings(device=args.device))  # fmt: skip
+        settings = replace(settings, output=replace(settings.output, device=args.device))
     engine = Engine(settings)
     window = MainWindow(engine)
     window.open_script(getattr(args, "gui_script", None) or DEMO)

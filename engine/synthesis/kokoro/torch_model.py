@@ -244,7 +244,3 @@ def length_buckets(lengths: Sequence[int], max_batch: int, bucket: int = 32) -> 
     for _, idx in sorted(groups.items()):
         for start in range(0, len(idx), max_batch):
             yield idx[start : start + max_batch]
-
-
-def ceil_div(a: int, b: int) -> int:
-    return -(-a // b) if b else 0
