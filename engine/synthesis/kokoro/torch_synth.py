@@ -18,7 +18,7 @@ from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ
 from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
 from engine.synthesis.gpu import split_to_fit
-from engine.synthesis.kokoro.onnx_model import BASE_RATE_WPM, MODEL_RATE_HZ
+from engine.synthesis.kokoro.onnx_model import BASE_RATE_WPM, FIRST_CHUNK_TOKENS, MODEL_RATE_HZ
 from engine.synthesis.kokoro.phonemes import Phonemized, Phonemizer
 from engine.synthesis.kokoro.torch_model import BatchedKokoro, BatchItem, length_buckets, load_kmodel
 from engine.synthesis.kokoro.voices import VoiceBank, style_for
@@ -64,8 +64,8 @@ class KokoroTorch:
     def voices(self) -> list[VoiceInfo]:
         return [VoiceInfo("kokoro", n, n, "", "") for n in self.bank.names()]
 
-    def _items(self, request: SynthRequest) -> list[BatchItem]:
-        parts: list[Phonemized] = self.phonemizer.split(request.text)
+    def _items(self, request: SynthRequest, first_tokens: int | None = None) -> list[BatchItem]:
+        parts: list[Phonemized] = self.phonemizer.split(request.text, first_tokens=first_tokens)
         if not parts:
             raise SynthesisError(f"nothing to say in {request.text!r}")
         style = self.bank.get(request.voice.voice_id)
@@ -123,8 +123,11 @@ class KokoroTorch:
         return out
 
     def stream(self, request: SynthRequest) -> Iterator[Mono]:
-        for item in self._items(request):
-            yield _to_engine_rate(self.run_items([item])[0])
+        """The first short clause group at once, then the rest in one batch."""
+        items = self._items(request, first_tokens=FIRST_CHUNK_TOKENS)
+        yield _to_engine_rate(self.run_items(items[:1])[0])
+        for audio in self.run_items(items[1:]):
+            yield _to_engine_rate(audio)
 
     def close(self) -> None:
         if self.device.type == "cuda":
