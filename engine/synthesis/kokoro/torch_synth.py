@@ -55,6 +55,8 @@ class KokoroTorch:
         self.autocast_dtype = _autocast_dtype(self.device, precision)
         self.expected_rtf = 0.05 if self.device.type == "cuda" else 0.35
         """Before the first batch is timed (CPU: 0.31 measured at batch 1, bench_neural.py)."""
+        self._pinned: torch.Tensor | None = None
+        """Page-locked staging for device-to-host copies."""
         self._copy_stream = (
             torch.cuda.Stream(self.device) if self.device.type == "cuda" else None  # type: ignore[no-untyped-call]
         )
@@ -100,15 +102,21 @@ class KokoroTorch:
     def _to_host(self, audio: list[torch.Tensor]) -> list[np.ndarray]:
         if self._copy_stream is None:
             return [a.float().numpy() for a in audio]
+        total = sum(int(a.numel()) for a in audio)
+        if self._pinned is None or self._pinned.numel() < total:  # grown, then reused
+            self._pinned = torch.empty(max(total, 1 << 20), dtype=torch.float32, pin_memory=True)
         done = torch.cuda.Event()  # type: ignore[no-untyped-call]
         self._copy_stream.wait_stream(torch.cuda.current_stream(self.device))
+        views, offset = [], 0
         with torch.cuda.stream(self._copy_stream):  # copies overlap the next batch's compute
-            host = [torch.empty(a.shape, dtype=torch.float32, pin_memory=True) for a in audio]
-            for h, a in zip(host, audio, strict=True):
-                h.copy_(a.float(), non_blocking=True)
+            for a in audio:
+                view = self._pinned[offset : offset + a.numel()]
+                view.copy_(a.float().reshape(-1), non_blocking=True)
+                views.append(view)
+                offset += a.numel()
             done.record(self._copy_stream)
         done.synchronize()
-        return [h.numpy() for h in host]
+        return [v.numpy().copy() for v in views]  # NB: a copy, as the next batch reuses the buffer
 
     def synthesize(self, batch: Sequence[SynthRequest]) -> list[Mono]:
         """Every request's parts in one pass of batches; each request's audio at 48 kHz."""
