@@ -95,9 +95,10 @@ class KokoroTorch:
     def _forward(self, items: Sequence[BatchItem]) -> list[np.ndarray]:
         ctx = (torch.autocast(self.device.type, dtype=self.autocast_dtype)
                if self.autocast_dtype is not None else contextlib.nullcontext())  # fmt: skip
-        with self._lock, ctx:
-            audio = self.model.forward(items)
-        return self._to_host(audio)
+        with self._lock:  # one batch at a time: the model and the staging buffer are shared
+            with ctx:
+                audio = self.model.forward(items)
+            return self._to_host(audio)
 
     def _to_host(self, audio: list[torch.Tensor]) -> list[np.ndarray]:
         if self._copy_stream is None:
