@@ -65,10 +65,6 @@ def validate_voice(voice: Voice, where: str) -> Voice:
     the voice id moves into `backend`."""
     prefix, colon, rest = voice.voice_id.partition(":")
     if colon:
-        if prefix not in BACKENDS:
-            raise CastError(
-                f"{where}: unknown voice backend {prefix!r}; expected one of {', '.join(BACKENDS)}"
-            )
         voice = replace(voice, backend=prefix, voice_id=rest.strip())
     if voice.backend not in BACKENDS:
         raise CastError(

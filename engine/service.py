@@ -33,13 +33,12 @@ from engine.core.types import SAMPLE_RATE_HZ, Script, Voice
 from engine.metrics import AnomalyDetector, Rolling
 from engine.mixer import Pacing
 from engine.render import Progress, RenderResult, render_script
-from engine.scheduler import Backend, Request, Scheduler, SchedulerConfig, State
+from engine.scheduler import Request, Scheduler, SchedulerConfig, State
+from engine.scheduler.backend import neural_voice_ids, standard_backends
 from engine.scheduler.request import Clock, monotonic
 from engine.script import load_script
 from engine.show import Show
 from engine.synthesis.espeak import EspeakSynthesizer, espeak_variants, espeak_voices
-from engine.synthesis.kokoro import make_kokoro, warm_up_in_background
-from engine.synthesis.pool import EspeakPool
 
 T = TypeVar("T")
 HISTORY_COLUMNS = 600
@@ -134,12 +133,7 @@ class Engine:
         self.settings = settings or EngineSettings()
         self.clock = clock
         self.ring = MixRing(self.settings.ring_frames)
-        synth = EspeakPool(self.settings.processes) if self.settings.processes > 1 else EspeakSynthesizer()
-        backends = {"espeak": Backend(synth)}
-        neural = make_kokoro() if self.settings.neural else None
-        if neural is not None:  # batched by length bucket; its failures fall back to espeak-ng
-            backends["kokoro"] = Backend(neural, length_buckets=True)
-            warm_up_in_background(neural)
+        backends = standard_backends(self.settings.processes, self.settings.neural)
         self.scheduler = Scheduler(backends, SchedulerConfig(policy=self.settings.policy), clock)
         self.script: Script | None = None
         self.cast = Cast()
@@ -281,9 +275,9 @@ class Engine:
         ids = [v.voice_id for v in espeak_voices()]
         english = [v for v in ids if v.startswith("en")]
         variants = [v.voice_id for v in espeak_variants()]
-        neural = [f"{b.name}:{v.voice_id}" for b in self.scheduler.backends.values()
-                  if b.name != "espeak" for v in b.synth.voices()]  # fmt: skip
-        return neural + sorted(set(ids) | {f"{e}+{k}" for e in english for k in variants})
+        return neural_voice_ids(self.scheduler.backends) + sorted(
+            set(ids) | {f"{e}+{k}" for e in english for k in variants}
+        )
 
     def output_devices(self) -> list[str]:
         """Output devices as '<index>: <name> (<host API>)' for a device chooser."""

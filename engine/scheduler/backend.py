@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -121,6 +121,30 @@ class Backend:
     def close(self) -> None:
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def standard_backends(processes: int = 1, neural: bool = True) -> dict[str, Backend]:
+    """The embedded espeak-ng voice (in this process, or a pool of `processes`), and Kokoro
+    when `neural` and its extra is installed: batched by length bucket, its model loading in
+    the background, its failed lines falling back to espeak-ng."""
+    from engine.synthesis.espeak import EspeakSynthesizer
+    from engine.synthesis.kokoro import make_kokoro, warm_up_in_background
+    from engine.synthesis.pool import EspeakPool
+
+    synth: Synthesizer = EspeakPool(processes) if processes > 1 else EspeakSynthesizer()
+    backends = {"espeak": Backend(synth)}
+    kokoro = make_kokoro() if neural else None
+    if kokoro is not None:
+        backends["kokoro"] = Backend(kokoro, length_buckets=True)
+        warm_up_in_background(kokoro)
+    return backends
+
+
+def neural_voice_ids(backends: Mapping[str, Backend]) -> list[str]:
+    """Voices of every backend but espeak-ng, as `backend:voice` (what a cast names)."""
+    return [
+        f"{b.name}:{v.voice_id}" for b in backends.values() if b.name != "espeak" for v in b.synth.voices()
+    ]
 
 
 def _chain(src: Future[Mono], dst: Future[list[Mono]]) -> None:

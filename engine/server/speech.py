@@ -5,26 +5,22 @@ on an arrival or a completion); HTTP handlers wait on futures."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from engine.cast import Cast
 from engine.core.errors import CastError, ScriptError, SynthesisError, TroupeError
 from engine.core.types import Role, Script, Voice
 from engine.metrics import AnomalyDetector
-from engine.scheduler import Backend, Request, RequestClass, Scheduler, SchedulerConfig, State
+from engine.scheduler import Request, RequestClass, Scheduler, SchedulerConfig, State
+from engine.scheduler.backend import neural_voice_ids, standard_backends
 from engine.scheduler.request import Clock, monotonic
 from engine.script import load_script
 from engine.server.telemetry import Telemetry
 from engine.synthesis.base import Mono
-from engine.synthesis.espeak import EspeakSynthesizer, espeak_variants, espeak_voices
-from engine.synthesis.kokoro import make_kokoro, warm_up_in_background
-from engine.synthesis.pool import EspeakPool
+from engine.synthesis.espeak import espeak_variants, espeak_voices
 from engine.synthesis.text import split_chunks
 
 MAX_TEXT_CHARS = 4000
@@ -39,7 +35,6 @@ class SpeechSettings:
     budget_s: float = 2.0
     """Deadline of a request: this long after it arrives (per chunk when streaming)."""
     max_pending: int = 10_000
-    timeout_s: float = 30.0
     neural: bool = True
     """Offer Kokoro voices (`kokoro:jf_alpha`) when the neural extra is installed."""
     scripts_dir: Path = Path(".")
@@ -52,13 +47,8 @@ class SpeechService:
     def __init__(self, settings: SpeechSettings | None = None, clock: Clock = monotonic) -> None:
         self.settings = settings or SpeechSettings()
         self.clock = clock
-        synth = EspeakPool(self.settings.processes) if self.settings.processes > 1 else EspeakSynthesizer()
         config = SchedulerConfig(policy=self.settings.policy, max_pending=self.settings.max_pending)
-        backends = {"espeak": Backend(synth)}
-        neural = make_kokoro() if self.settings.neural else None
-        if neural is not None:
-            backends["kokoro"] = Backend(neural, length_buckets=True)
-            warm_up_in_background(neural)
+        backends = standard_backends(self.settings.processes, self.settings.neural)
         self.scheduler = Scheduler(backends, config, clock)
         self.cast = Cast()
         self.script: Script | None = None
@@ -91,7 +81,7 @@ class SpeechService:
 
     def voice(self, role: str) -> Voice:
         """The voice of a known role; `CastError` if the role is not cast."""
-        key = role.strip().upper()
+        key = role_key(role)
         with self._lock:
             if key not in self.cast.voices:
                 known = ", ".join(sorted(self.cast.voices)) or "none yet"
@@ -100,7 +90,7 @@ class SpeechService:
 
     def add_role(self, role: str, **changes: Any) -> Voice:
         """Cast `role` (an automatic voice unless given) and apply `changes`."""
-        key = role.strip().upper()
+        key = role_key(role)
         if not key or len(key) > 64:
             raise CastError("a role name needs 1 to 64 characters")
         with self._lock:
@@ -111,7 +101,7 @@ class SpeechService:
     def update_role(self, role: str, **changes: Any) -> Voice:
         self.voice(role)  # raises for an unknown role
         with self._lock:
-            return self._update(role.strip().upper(), changes)
+            return self._update(role_key(role), changes)
 
     def _update(self, key: str, changes: dict[str, Any]) -> Voice:
         if "voice_id" in changes:
@@ -142,8 +132,7 @@ class SpeechService:
         return name + plus + variant
 
     def neural_voice_ids(self) -> list[str]:
-        kokoro = self.scheduler.backends.get("kokoro")
-        return [f"kokoro:{v.voice_id}" for v in kokoro.synth.voices()] if kokoro is not None else []
+        return neural_voice_ids(self.scheduler.backends)
 
     def load_script(self, path: str | Path) -> Script:
         """Import a script from `scripts_dir` and cast its roles (keeping voices already cast)."""
@@ -164,18 +153,6 @@ class SpeechService:
         return script
 
     # --- speech -----------------------------------------------------------------------
-    def speak(
-        self, role: str, text: str, speed: float = 1.0, klass: RequestClass = RequestClass.SCRIPTED
-    ) -> Mono:
-        """Voice `text` as `role` through the scheduler; blocks until it is done."""
-        parts = [f.result(self.settings.timeout_s) for f in self.submit(role, text, speed, klass)]
-        return np.concatenate(parts) if len(parts) > 1 else parts[0]
-
-    def stream(self, role: str, text: str, speed: float = 1.0) -> Iterator[Mono]:
-        """Chunks of the line (sentences, long ones at clauses) in order, each as it is made."""
-        for fut in self.submit(role, text, speed, RequestClass.SCRIPTED):
-            yield fut.result(self.settings.timeout_s)
-
     def submit(self, role: str, text: str, speed: float, klass: RequestClass) -> list[Future[Mono]]:
         text = text.strip()
         if not text:
@@ -192,7 +169,7 @@ class SpeechService:
         chunks = split_chunks(text) or [text]
         for k, chunk in enumerate(chunks):
             fut: Future[Mono] = Future()
-            r = Request(voice_role(role), chunk, voice, now + self.settings.budget_s * (k + 1), klass,
+            r = Request(role_key(role), chunk, voice, now + self.settings.budget_s * (k + 1), klass,
                         chunk=k, n_chunks=len(chunks))  # fmt: skip
             r.on_done = lambda req, f=fut: self._done(req, f)
             self.scheduler.submit(r, timeout_s=1.0)
@@ -215,5 +192,6 @@ class SpeechService:
             b.synth.close()
 
 
-def voice_role(role: str) -> str:
+def role_key(role: str) -> str:
+    """The cast's key for a role name as a client spells it."""
     return role.strip().upper()
