@@ -42,6 +42,11 @@ def shipped_model_bytes() -> bytes:
     return blob
 
 
+def speed_for(rate_wpm: int) -> float:
+    """Kokoro's speed factor for a role's speaking rate."""
+    return min(4.0, max(0.25, rate_wpm / BASE_RATE_WPM))
+
+
 def choose_providers(available: Sequence[str], engine_cache: Path | None = None) -> list[Any]:
     """The preferred providers that this onnxruntime build has, best first; TensorRT builds
     fp16 engines and caches them (so a built engine is reused on the next start)."""
@@ -121,7 +126,7 @@ class KokoroOnnx:
 
     def _voice(self, request: SynthRequest) -> tuple[np.ndarray, float]:
         style = self.bank.get(request.voice.voice_id)
-        speed = min(4.0, max(0.25, request.voice.rate_wpm / BASE_RATE_WPM))
+        speed = speed_for(request.voice.rate_wpm)
         return style, speed
 
     def stream(self, request: SynthRequest) -> Iterator[Mono]:

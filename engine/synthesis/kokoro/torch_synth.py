@@ -18,7 +18,7 @@ from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ
 from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
 from engine.synthesis.gpu import split_to_fit
-from engine.synthesis.kokoro.onnx_model import BASE_RATE_WPM, FIRST_CHUNK_TOKENS, MODEL_RATE_HZ
+from engine.synthesis.kokoro.onnx_model import FIRST_CHUNK_TOKENS, MODEL_RATE_HZ, speed_for
 from engine.synthesis.kokoro.phonemes import Phonemized, Phonemizer
 from engine.synthesis.kokoro.torch_model import BatchedKokoro, BatchItem, length_buckets, load_kmodel
 from engine.synthesis.kokoro.voices import VoiceBank, style_for
@@ -71,7 +71,7 @@ class KokoroTorch:
         if not parts:
             raise SynthesisError(f"nothing to say in {request.text!r}")
         style = self.bank.get(request.voice.voice_id)
-        speed = min(4.0, max(0.25, request.voice.rate_wpm / BASE_RATE_WPM))
+        speed = speed_for(request.voice.rate_wpm)
         return [BatchItem(p.tokens, torch.from_numpy(style_for(style, len(p.tokens))), speed) for p in parts]
 
     def run_items(self, items: Sequence[BatchItem]) -> list[np.ndarray]:
