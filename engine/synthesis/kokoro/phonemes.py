@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from engine.synthesis.espeak_lib import EspeakLib
@@ -109,3 +109,13 @@ class Phonemizer:
     def _tokenize(self, ph: str) -> Phonemized:
         tokens = [self.vocab[c] for c in ph if c in self.vocab]
         return Phonemized(ph, tokens, "".join(sorted({c for c in ph if c not in self.vocab})))
+
+
+def length_buckets(lengths: Sequence[int], max_batch: int, bucket: int = 32) -> Iterator[list[int]]:
+    """Indices grouped by token-length bucket, at most `max_batch` a group (less padding)."""
+    groups: dict[int, list[int]] = {}
+    for k, n in enumerate(lengths):
+        groups.setdefault(n // bucket, []).append(k)
+    for _, idx in sorted(groups.items()):
+        for start in range(0, len(idx), max_batch):
+            yield idx[start : start + max_batch]

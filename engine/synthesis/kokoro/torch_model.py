@@ -21,14 +21,13 @@ import json
 import math
 import sys
 import types
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from engine.core.errors import SynthesisError
 
@@ -55,17 +54,20 @@ def kokoro_module() -> types.ModuleType:
     return module
 
 
-def load_kmodel(folder: Path) -> Any:
-    """A KModel from a local folder holding config.json and one .pth weights file."""
+def load_kmodel(folder: Path, disable_complex: bool = False) -> Any:
+    """A KModel from a local folder holding config.json and one .pth weights file
+    (`disable_complex`: a real-valued STFT, as ONNX export needs)."""
     config = folder / "config.json"
     weights = sorted(folder.glob("*.pth"))
     if not config.is_file() or not weights:
         raise SynthesisError(f"{folder}: expected config.json and a .pth weights file (never downloaded)")
-    km = kokoro_module().KModel(repo_id="hexgrad/Kokoro-82M", config=str(config), model=str(weights[0]))
+    km = kokoro_module().KModel(repo_id="hexgrad/Kokoro-82M", config=str(config), model=str(weights[0]),
+                                disable_complex=disable_complex)  # fmt: skip
     return km.eval()
 
 
-def random_kmodel(config: dict[str, Any], folder: Path, seed: int = 0, frames_per_token: float = 3.0) -> Any:
+def random_kmodel(config: dict[str, Any], folder: Path, seed: int = 0, frames_per_token: float = 3.0,
+                  disable_complex: bool = False) -> Any:  # fmt: skip
     """The real architecture with random weights (for tests and benchmarks): an empty state
     dict leaves every module as initialised. Only the duration head's bias is set, so that
     tokens last about `frames_per_token` frames (about 75 ms) as in trained speech rather than
@@ -74,7 +76,7 @@ def random_kmodel(config: dict[str, Any], folder: Path, seed: int = 0, frames_pe
     (folder / "config.json").write_text(json.dumps(config))
     torch.save({}, folder / "random.pth")
     torch.manual_seed(seed)
-    km = load_kmodel(folder)
+    km = load_kmodel(folder, disable_complex)
     head = km.predictor.duration_proj.linear_layer
     p = frames_per_token / head.out_features
     with torch.no_grad():
@@ -108,10 +110,15 @@ def full_config(vocab: dict[str, int]) -> dict[str, Any]:
 
 
 class _FrameMask:
-    """Forward hooks that make padded frames invisible to convolutions and instance norms."""
+    """Forward hooks that make padded frames invisible to convolutions and instance norms.
 
-    def __init__(self, modules: Sequence[nn.Module], frames: list[int], max_frames: int) -> None:
-        self.frames, self.max_frames = frames, max_frames
+    Only tensor arithmetic on the item frame counts, so that the batched graph traces into
+    ONNX with dynamic batch and length axes (a layer's length is read from its input's shape
+    as a tensor when tracing, as an int otherwise)."""
+
+    def __init__(self, modules: Sequence[nn.Module], frames: torch.Tensor) -> None:
+        self.frames = frames.long()
+        self.f_max = self.frames.max()
         self._masks: dict[tuple[int, torch.dtype], torch.Tensor] = {}
         self.handles: list[Any] = []
         for root in modules:
@@ -122,36 +129,38 @@ class _FrameMask:
                     self.handles.append(m.register_forward_hook(self._masked_norm))
 
     def mask(self, x: torch.Tensor) -> torch.Tensor:
+        """(batch, 1, length) ones over each item's own part of a layer `length` long."""
+        tracing = _tracing()
         key = (x.shape[-1], x.dtype)
-        if key not in self._masks:  # each time length recurs in several layers
-            t = x.shape[-1]
-            valid = torch.tensor(self.valid(t), device=x.device)
-            self._masks[key] = (torch.arange(t, device=x.device)[None, :] < valid[:, None]).to(x.dtype)[
-                :, None, :
-            ]
-        return self._masks[key]
+        if not tracing and key in self._masks:  # each length recurs in several layers
+            return self._masks[key]
+        t: torch.Tensor | int = torch._shape_as_tensor(x)[-1].to(x.device) if tracing else x.shape[-1]
+        valid = (self.frames * t + self.f_max - 1) // self.f_max  # ceil(frames * t / f_max), exact
+        pos = torch.arange(t, device=x.device) if not tracing else torch.arange(t).to(x.device)  # type: ignore[arg-type]
+        mask = (pos[None, :] < valid[:, None]).to(x.dtype)[:, None, :]
+        if not tracing:
+            self._masks[key] = mask
+        return mask
 
     def _zero_padding(self, _m: nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...]:
         return (args[0] * self.mask(args[0]), *args[1:])
 
     def _masked_norm(self, m: nn.Module, args: tuple[Any, ...], out: torch.Tensor) -> torch.Tensor:
-        """Each item normalised over its own frames, by the module's own kernel (so an item
-        gets the same arithmetic as when it runs alone); zeros past its end."""
-        x = args[0]
-        t = x.shape[-1]
-        valid = self.valid(t)
-        y = torch.zeros_like(out)
-        weight, bias, eps = (
-            getattr(m, "weight", None),
-            getattr(m, "bias", None),
-            float(getattr(m, "eps", 1e-5)),
-        )
-        for b, n in enumerate(valid):  # NB: the functional form; calling `m` would re-enter this hook
-            y[b : b + 1, :, :n] = F.instance_norm(x[b : b + 1, :, :n], weight=weight, bias=bias, eps=eps)
-        return y
-
-    def valid(self, t: int) -> list[int]:
-        return [min(t, math.ceil(float(f) * t / self.max_frames)) for f in self.frames]
+        """Each item normalised over its own frames (float32 statistics, as the native
+        kernel keeps under autocast); zeros past its end. The sums run on values shifted by
+        each channel's first frame: a near-constant channel (variance far under eps) then
+        gives the native kernel's near-zero output, not its mean's rounding error x 300."""
+        x = args[0].float()
+        mask = self.mask(x)
+        count = mask.sum(-1, keepdim=True)
+        shifted = (x - x[..., :1]) * mask
+        centred = (shifted - shifted.sum(-1, keepdim=True) / count) * mask
+        var = (centred * centred).sum(-1, keepdim=True) / count
+        y = centred * torch.rsqrt(var + float(getattr(m, "eps", 1e-5)))
+        weight, bias = getattr(m, "weight", None), getattr(m, "bias", None)
+        if weight is not None and bias is not None:
+            y = (y * weight[None, :, None] + bias[None, :, None]) * mask
+        return torch.as_tensor(y).to(out.dtype)
 
     def __enter__(self) -> _FrameMask:
         return self
@@ -169,11 +178,64 @@ class BatchItem:
     speed: float = 1.0
 
 
+class BatchedGraph(nn.Module):
+    """The batched forward as tensors in, tensors out: what the eager path runs and what
+    `main.py build-engine` traces into ONNX (dynamic batch and token axes).
+
+    Inputs: `input_ids` (batch, tokens) with 0 at both ends of each item and 0 padding, the
+    width being the longest item; `input_lengths` (batch,) counting the two 0 ends;
+    `ref_s` (batch, 256) each item's style row; `speed` (batch,).
+    Outputs: `waveform` (batch, samples) at 24 kHz, zero past each item's end, and
+    `sample_lengths` (batch,)."""
+
+    def __init__(self, kmodel: Any, mask_frames: bool = True) -> None:
+        super().__init__()
+        self.km = kmodel
+        self.mask_frames = mask_frames
+        """False only where the batch holds one item (the package's own arithmetic then)."""
+
+    def forward(
+        self, input_ids: torch.Tensor, input_lengths: torch.Tensor, ref_s: torch.Tensor, speed: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        km, pred = self.km, self.km.predictor
+        dev = input_ids.device
+        pad = torch.arange(input_ids.shape[1], device=dev)[None, :] >= input_lengths[:, None]
+        s = ref_s[:, 128:]
+        bert = km.bert(input_ids, attention_mask=(~pad).int())
+        d = pred.text_encoder(km.bert_encoder(bert).transpose(-1, -2), s, input_lengths, pad)
+        x = _packed(pred.lstm, d, input_lengths)
+        dur = torch.sigmoid(pred.duration_proj(x)).sum(-1) / speed[:, None]
+        dur = torch.round(dur).clamp(min=1).long().masked_fill(pad, 0)
+        ends = dur.cumsum(-1)
+        frames = ends[:, -1]
+        pos = torch.arange(frames.max()).to(dev)[None, None, :]  # type: ignore[call-overload]  # NB: traced
+        aln = ((pos >= (ends - dur)[:, :, None]) & (pos < ends[:, :, None])).to(d.dtype)  # token -> frames
+        en = d.transpose(-1, -2) @ aln
+        asr = km.text_encoder(input_ids, input_lengths, pad) @ aln
+        masked = [pred.F0, pred.N, pred.F0_proj, pred.N_proj, km.decoder] if self.mask_frames else []
+        with _FrameMask(masked, frames):
+            shared = _packed(pred.shared, en.transpose(-1, -2), frames).transpose(-1, -2)
+            f0, n = shared, shared
+            for block in pred.F0:
+                f0 = block(f0, s)
+            for block in pred.N:
+                n = block(n, s)
+            f0, n = pred.F0_proj(f0).squeeze(1), pred.N_proj(n).squeeze(1)
+            audio = km.decoder(asr, f0, n, ref_s[:, :128])
+        audio = audio.reshape(audio.shape[0], -1)
+        samples = frames * SAMPLES_PER_FRAME
+        if self.mask_frames:  # the decoder's tail past a shorter item's end
+            inside = torch.arange(audio.shape[1], device=dev)[None, :] < samples[:, None]
+            audio = audio * inside.to(audio.dtype)
+        return audio, samples
+
+
 class BatchedKokoro:
     """Batched inference over a KModel (on its device and dtype)."""
 
     def __init__(self, kmodel: Any) -> None:
         self.km = kmodel
+        self._graphs = {mask: BatchedGraph(kmodel, mask) for mask in (False, True)}
 
     @property
     def device(self) -> torch.device:
@@ -182,43 +244,13 @@ class BatchedKokoro:
     @torch.no_grad()
     def forward(self, items: Sequence[BatchItem]) -> list[torch.Tensor]:
         """Audio (24 kHz, on the model's device) for each item, trimmed to its length."""
-        km, dev = self.km, self.device
-        dtype = next(km.parameters()).dtype
-        lengths = torch.tensor([len(it.tokens) + 2 for it in items])
-        t_max = int(lengths.max())
-        ids = torch.zeros((len(items), t_max), dtype=torch.long)
-        for b, it in enumerate(items):
-            ids[b, 1 : len(it.tokens) + 1] = torch.tensor(it.tokens)
-        ids = ids.to(dev)
-        pad = (torch.arange(t_max)[None, :] >= lengths[:, None]).to(dev)
+        dev = self.device
+        dtype = next(self.km.parameters()).dtype
+        ids, lengths = pad_tokens([it.tokens for it in items])
         ref = torch.stack([it.style for it in items]).to(dev, dtype)
-        speed = torch.tensor([it.speed for it in items], device=dev, dtype=dtype)[:, None]
-        s = ref[:, 128:]
-        bert = km.bert(ids, attention_mask=(~pad).int())
-        d = km.predictor.text_encoder(km.bert_encoder(bert).transpose(-1, -2), s, lengths, pad)
-        x = _packed(km.predictor.lstm, d, lengths, t_max)
-        dur = torch.sigmoid(km.predictor.duration_proj(x)).sum(-1) / speed
-        dur = torch.round(dur).clamp(min=1).long().masked_fill(pad, 0)
-        frames = dur.sum(-1)
-        f_max = int(frames.max())
-        aln = torch.zeros((len(items), t_max, f_max), device=dev, dtype=dtype)
-        for b in range(len(items)):
-            tok = torch.repeat_interleave(torch.arange(t_max, device=dev), dur[b])
-            aln[b, tok, torch.arange(tok.shape[0], device=dev)] = 1
-        en = d.transpose(-1, -2) @ aln
-        asr = km.text_encoder(ids, lengths, pad) @ aln
-        pred = km.predictor
-        masked = [pred.F0, pred.N, pred.F0_proj, pred.N_proj, km.decoder] if len(items) > 1 else []
-        with _FrameMask(masked, [int(f) for f in frames], f_max):
-            shared = _packed(pred.shared, en.transpose(-1, -2), frames.cpu(), f_max).transpose(-1, -2)
-            f0, n = shared, shared
-            for block in pred.F0:
-                f0 = block(f0, s)
-            for block in pred.N:
-                n = block(n, s)
-            f0, n = pred.F0_proj(f0).squeeze(1), pred.N_proj(n).squeeze(1)
-            audio = km.decoder(asr, f0, n, ref[:, :128]).reshape(len(items), -1)
-        return [audio[b, : int(frames[b]) * SAMPLES_PER_FRAME] for b in range(len(items))]
+        speed = torch.tensor([it.speed for it in items], device=dev, dtype=dtype)
+        audio, n = self._graphs[len(items) > 1](ids.to(dev), lengths.to(dev), ref, speed)
+        return [audio[b, :end] for b, end in enumerate(n.tolist())]
 
     @torch.no_grad()
     def single(self, item: BatchItem) -> torch.Tensor:
@@ -229,18 +261,22 @@ class BatchedKokoro:
         return torch.as_tensor(audio).reshape(-1)
 
 
-def _packed(lstm: nn.LSTM, x: torch.Tensor, lengths: torch.Tensor, total: int) -> torch.Tensor:
+def _tracing() -> bool:
+    return bool(torch.jit.is_tracing())  # type: ignore[attr-defined,no-untyped-call]
+
+
+def pad_tokens(tokens: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token ids framed by 0 at both ends and padded with 0 to the longest, and the lengths."""
+    lengths = torch.tensor([len(t) + 2 for t in tokens])
+    ids = torch.zeros((len(tokens), int(lengths.max())), dtype=torch.long)
+    for b, t in enumerate(tokens):
+        ids[b, 1 : len(t) + 1] = torch.tensor(t, dtype=torch.long)
+    return ids, lengths
+
+
+def _packed(lstm: nn.LSTM, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """The LSTM over each item's own steps; padded back to the longest (= x's width)."""
     packed = nn.utils.rnn.pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
     out, _ = lstm(packed)
-    y, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=total)
+    y, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True)
     return y
-
-
-def length_buckets(lengths: Sequence[int], max_batch: int, bucket: int = 32) -> Iterator[list[int]]:
-    """Indices grouped by token-length bucket, at most `max_batch` a group (less padding)."""
-    groups: dict[int, list[int]] = {}
-    for k, n in enumerate(lengths):
-        groups.setdefault(n // bucket, []).append(k)
-    for _, idx in sorted(groups.items()):
-        for start in range(0, len(idx), max_batch):
-            yield idx[start : start + max_batch]

@@ -11,16 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import soxr
 import torch
 
 from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ
 from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
 from engine.synthesis.gpu import split_to_fit
-from engine.synthesis.kokoro.onnx_model import FIRST_CHUNK_TOKENS, MODEL_RATE_HZ, speed_for
-from engine.synthesis.kokoro.phonemes import Phonemized, Phonemizer
-from engine.synthesis.kokoro.torch_model import BatchedKokoro, BatchItem, length_buckets, load_kmodel
+from engine.synthesis.kokoro.onnx_model import FIRST_CHUNK_TOKENS, speed_for, to_engine_rate
+from engine.synthesis.kokoro.phonemes import Phonemized, Phonemizer, length_buckets
+from engine.synthesis.kokoro.torch_model import BatchedKokoro, BatchItem, load_kmodel
 from engine.synthesis.kokoro.voices import VoiceBank, style_for
 
 log = logging.getLogger("troupe.kokoro")
@@ -128,23 +127,19 @@ class KokoroTorch:
         for items in per_request:
             parts = audio[k : k + len(items)]
             k += len(items)
-            out.append(_to_engine_rate(np.concatenate(parts) if len(parts) > 1 else parts[0]))
+            out.append(to_engine_rate(np.concatenate(parts) if len(parts) > 1 else parts[0]))
         return out
 
     def stream(self, request: SynthRequest) -> Iterator[Mono]:
         """The first short clause group at once, then the rest in one batch."""
         items = self._items(request, first_tokens=FIRST_CHUNK_TOKENS)
-        yield _to_engine_rate(self.run_items(items[:1])[0])
+        yield to_engine_rate(self.run_items(items[:1])[0])
         for audio in self.run_items(items[1:]):
-            yield _to_engine_rate(audio)
+            yield to_engine_rate(audio)
 
     def close(self) -> None:
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
-
-
-def _to_engine_rate(audio: np.ndarray) -> Mono:
-    return np.asarray(soxr.resample(audio, MODEL_RATE_HZ, SAMPLE_RATE_HZ, quality="HQ"), np.float32)
 
 
 def _autocast_dtype(device: torch.device, precision: str) -> torch.dtype | None:

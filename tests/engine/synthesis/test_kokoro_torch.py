@@ -31,9 +31,20 @@ from engine.synthesis.kokoro.voices import VoiceBank, shipped_vocab, style_for  
 TAIL_SAMPLES = 2 * SAMPLES_PER_FRAME
 """The last two frames of each item may differ: the harmonic source's interpolation and the
 STFT's reflect padding see past an item's end in a padded batch."""
-REL_TOL = 1e-4
-"""Max |batched - single| / peak over the rest: float32 rounding of batched convolutions,
-grown by a random (untrained) network; measured 1e-6 to 2e-5."""
+CURVE_TOL = 1e-4
+"""Max |batched - single| / peak of the predicted F0 and energy curves; measured about 2e-6."""
+REL_TOL = 1e-2
+"""Max |batched - single| / peak of the audio. The batch normalises each item over its own
+frames with one vectorised masked norm (what the ONNX export and a GPU want), whose float32
+sums differ from the native kernel's by about 1e-6. The random, untrained decoder grows such
+differences a thousandfold, mostly through the phases of weak STFT bins of its harmonic
+source: measured 6e-5 .. 2.8e-3 over seeds 1 to 5. A padding leak gives 0.06 and 0.11
+(`test_padding_leak_is_caught`)."""
+ONNX_RMS_TOL = 5e-2
+"""RMS |onnx - torch| / RMS torch, per item. onnxruntime's kernels round differently from
+torch's, and the same growth through weak-bin phases makes the max error of a random model
+seed-dependent (0.05% .. 14% of peak over seeds 1 to 5), so this compares energy: measured
+0.04% .. 2.8%. A baked batch size, length or voice gives errors of order 100%."""
 
 
 @pytest.fixture(scope="module")
@@ -42,11 +53,23 @@ def model(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-
     return BatchedKokoro(km)
 
 
+def _pin_noise(mp: pytest.MonkeyPatch) -> None:
+    """The harmonic source draws random start phases and noise. Pin the phases to zero and
+    make the noise a fixed broadband signal of the sample index (ten sines that cover the
+    STFT's bins), which both paths, and an ONNX trace, compute alike. Zero noise would leave
+    STFT bins at rounding level, whose phases (inputs to the decoder) are noise themselves."""
+
+    def fixed_noise(x: torch.Tensor, **_k: object) -> torch.Tensor:
+        step = torch.ones_like(x).cumsum(1)
+        return sum((torch.sin(step * (0.31 * k + 0.05)) for k in range(1, 11)), torch.zeros_like(x)) / 10
+
+    mp.setattr(torch, "rand", lambda *a, **k: torch.zeros(*a, **k))
+    mp.setattr(torch, "randn_like", fixed_noise)
+
+
 @pytest.fixture
 def no_noise(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The harmonic source draws random phases and noise; pin them to zero to compare."""
-    monkeypatch.setattr(torch, "rand", lambda *a, **k: torch.zeros(*a, **k))
-    monkeypatch.setattr(torch, "randn_like", lambda x, **k: torch.zeros_like(x))
+    _pin_noise(monkeypatch)
 
 
 def _items() -> list[BatchItem]:
@@ -60,16 +83,55 @@ def _items() -> list[BatchItem]:
     return out
 
 
+def _worst(got: list, refs: list) -> list[float]:  # type: ignore[type-arg]
+    errs = []
+    for g, r in zip(got, refs, strict=True):
+        assert g.shape == r.shape  # same frame count: same durations
+        assert g.shape[0] % SAMPLES_PER_FRAME == 0 and g.shape[0] > TAIL_SAMPLES
+        errs.append(float((g - r)[:-TAIL_SAMPLES].abs().max()) / float(r.abs().max()))
+    return errs
+
+
 def test_batched_equals_one_by_one(model, no_noise) -> None:  # type: ignore[no-untyped-def]
     items = _items()
-    batched = model.forward(items)
-    for item, got in zip(items, batched, strict=True):
-        ref = model.single(item)
-        assert got.shape == ref.shape  # same frame count: same durations
-        assert got.shape[0] % SAMPLES_PER_FRAME == 0 and got.shape[0] > TAIL_SAMPLES
-        peak = float(ref.abs().max())
-        err = float((got - ref)[:-TAIL_SAMPLES].abs().max())
-        assert err <= REL_TOL * peak, (err, peak)
+    errs = _worst(model.forward(items), [model.single(it) for it in items])
+    assert max(errs) <= REL_TOL, errs
+
+
+def test_batched_predicts_the_same_pitch_and_energy(model, no_noise) -> None:  # type: ignore[no-untyped-def]
+    """The F0 and energy curves (text side, alignment, masked predictor) per item."""
+    captured: list[torch.Tensor] = []
+    pred = model.km.predictor
+    hooks = [m.register_forward_hook(lambda _m, _a, out: captured.append(out.detach().clone()))
+             for m in (pred.F0_proj, pred.N_proj)]  # fmt: skip
+    try:
+        items = _items()
+        model.forward(items)
+        batched = list(captured)
+        for b, item in enumerate(items):
+            captured.clear()
+            model.single(item)
+            for single, both in zip(captured, batched, strict=True):
+                n = single.shape[-1]  # past it, the batch holds padding (the projection's bias)
+                err = float((both[b, :, :n] - single[0]).abs().max()) / float(single.abs().max())
+                assert err <= CURVE_TOL, (b, err)
+    finally:
+        for h in hooks:
+            h.remove()
+
+
+def test_padding_leak_is_caught(model, no_noise) -> None:  # type: ignore[no-untyped-def]
+    """The comparison above can fail: without the frame masks, padding leaks into the
+    shorter items' norms and convolutions, and their error is far over the tolerance."""
+    items = _items()
+    leaky = model._graphs[True]
+    leaky.mask_frames = False
+    try:
+        errs = _worst(model.forward(items), [model.single(it) for it in items])
+    finally:
+        leaky.mask_frames = True
+    assert errs[1] <= REL_TOL  # the longest item sees no padding
+    assert errs[0] > 3 * REL_TOL and errs[2] > 3 * REL_TOL, errs
 
 
 def test_synthesizer_batches_requests_in_order(model, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -109,21 +171,82 @@ def test_cuda_bf16_batch_runs(model) -> None:  # type: ignore[no-untyped-def]
     assert mem is not None and mem.reserved_bytes >= mem.allocated_bytes and 0 <= mem.fragmentation <= 1
 
 
-def test_build_engine_exports_an_onnx_the_backend_runs(tmp_path: Path) -> None:
-    """`main.py build-engine` on the real architecture: the ONNX takes any token count and
-    the ONNX backend voices with it (TensorRT is used where onnxruntime has it)."""
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """`main.py build-engine` on a weights folder (the real architecture, random weights
+    saved whole), exported with the noise pinned so its output can be compared;
+    and the same weights in torch."""
     pytest.importorskip("onnx")
     from engine.synthesis.kokoro.export import build_engine
+
+    folder = tmp_path_factory.mktemp("weights")
+    km = random_kmodel(small_config(shipped_vocab()), folder, seed=2, disable_complex=True)
+    parts = ("bert", "bert_encoder", "predictor", "text_encoder", "decoder")  # the .pth layout
+    torch.save({name: getattr(km, name).state_dict() for name in parts}, folder / "random.pth")
+    with pytest.MonkeyPatch.context() as mp:
+        _pin_noise(mp)
+        result = build_engine(folder, tmp_path_factory.mktemp("engine"))
+    return result, BatchedKokoro(km)
+
+
+def test_exported_onnx_takes_batches_and_matches_torch(exported, no_noise) -> None:  # type: ignore[no-untyped-def]
+    """Any batch size and token count; every item its own voice and speed; each item's
+    audio as torch's batched forward gives it, and zero past its end."""
+    import onnxruntime as ort
+
+    from engine.synthesis.kokoro.torch_model import pad_tokens
+
+    result, torch_model = exported
+    assert result.onnx_path.is_file() and result.onnx_path.with_suffix(".json").is_file()
+    session = ort.InferenceSession(str(result.onnx_path), providers=["CPUExecutionProvider"])
+    items = _items()
+    for batch in (items, items[1:], items * 2):
+        ids, lengths = pad_tokens([it.tokens for it in batch])
+        wave, samples = session.run(None, {
+            "input_ids": ids.numpy(), "input_lengths": lengths.numpy(),
+            "ref_s": torch.stack([it.style for it in batch]).numpy(),
+            "speed": np.array([it.speed for it in batch], np.float32),
+        })  # fmt: skip
+        assert wave.shape == (len(batch), int(samples.max()))
+        ref = torch_model.forward(batch)
+        for b, (r, n) in enumerate(zip(ref, samples, strict=True)):
+            assert int(n) == r.shape[0]  # the same durations
+            rms = np.sqrt(np.mean((wave[b, : int(n)] - r.numpy()) ** 2) / np.mean(r.numpy() ** 2))
+            assert rms <= ONNX_RMS_TOL, (b, rms)
+        for b, n in enumerate(samples):
+            assert not wave[b, int(n) :].any()
+
+
+def test_onnx_backend_voices_batches_with_the_export(exported) -> None:  # type: ignore[no-untyped-def]
     from engine.synthesis.kokoro.onnx_model import KokoroOnnx
 
-    weights = tmp_path / "weights"
-    random_kmodel(small_config(shipped_vocab()), weights, seed=2)
-    result = build_engine(weights, tmp_path / "engine")
-    assert result.onnx_path.is_file() and result.onnx_path.stat().st_size > 1_000_000
+    result, _ = exported
     synth = KokoroOnnx(model=result.onnx_path, threads=2)
-    short, long = synth.synthesize([
-        SynthRequest("Go.", Voice(backend="kokoro", voice_id="jf_alpha")),
-        SynthRequest("Nobody came home that night.", Voice(backend="kokoro", voice_id="jm_kumo")),
-    ])  # fmt: skip
+    assert synth.batched and synth.max_batch == 16  # read from the sidecar, before loading
+    reqs = [SynthRequest("Go.", Voice(backend="kokoro", voice_id="jf_alpha")),
+            SynthRequest("Nobody came home that night.", Voice(backend="kokoro", voice_id="jm_kumo")),
+            SynthRequest("Go.", Voice(backend="kokoro", voice_id="jf_alpha", rate_wpm=260))]  # fmt: skip
+    short, long, fast = synth.synthesize(reqs)
     assert 0 < len(short) < len(long) and len(long) % (2 * SAMPLES_PER_FRAME) == 0
+    assert len(fast) < len(short)  # its own speed inside a shared batch
+    alone = synth.synthesize(reqs[1:2])[0]
+    assert len(alone) == len(long)  # the same durations alone as in a batch
+    chunks = list(synth.stream(SynthRequest("Wait. Nobody came home that night, and nobody called.",
+                                            Voice(backend="kokoro", voice_id="jm_kumo"))))  # fmt: skip
+    assert len(chunks) >= 1 and all(c.size for c in chunks)
     assert synth.provider in ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("{not json", "not readable JSON"),
+    ('{"inputs": ["tokens"], "max_batch": 4}', "expected inputs"),
+    ('{"inputs": ["input_ids", "input_lengths", "ref_s", "speed"], "max_batch": "many"}', "max_batch"),
+])  # fmt: skip
+def test_a_bad_sidecar_says_what_is_wrong(tmp_path: Path, text: str, message: str) -> None:
+    from engine.core.errors import SynthesisError
+    from engine.synthesis.kokoro.onnx_model import KokoroOnnx
+
+    (tmp_path / "kokoro.json").write_text(text)
+    with pytest.raises(SynthesisError, match=message) as err:
+        KokoroOnnx(model=tmp_path / "kokoro.onnx")
+    assert "kokoro.json" in str(err.value)
