@@ -190,10 +190,20 @@ def cmd_probe(args: argparse.Namespace) -> int:
     return 0
 
 
+def _batch_size(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of lines, got {text!r}") from None
+    if not 1 <= n <= 256:
+        raise argparse.ArgumentTypeError(f"expected 1 to 256 lines, got {n}")
+    return n
+
+
 def cmd_build_engine(args: argparse.Namespace) -> int:
     from engine.synthesis.kokoro.export import build_engine
 
-    result = build_engine(args.weights, args.out)
+    result = build_engine(args.weights, args.out, args.max_batch)
     print(f"{result.message} (export {result.export_s:.1f} s)")
     print(f"use it with: TROUPE_KOKORO_ONNX={result.onnx_path} python main.py ...")
     return 0
@@ -247,6 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
     be = sub.add_parser("build-engine", help="export Kokoro to ONNX and build a TensorRT engine")
     be.add_argument("--weights", type=Path, required=True, help="folder with config.json and .pth weights")
     be.add_argument("--out", type=Path, default=Path("kokoro-engine"), help="output folder")
+    be.add_argument("--max-batch", type=_batch_size, default=16,
+                    help="lines the ONNX backend voices in one call, 1..256 (default 16)")  # fmt: skip
     be.set_defaults(func=cmd_build_engine)
 
     pr = sub.add_parser("probe", help="live view of a running server's scheduler")

@@ -73,15 +73,15 @@ def export_graph(kmodel: Any, out_dir: Path, opset: int = 17, max_batch: int = M
     return path
 
 
-def build_engine(weights_dir: Path, out_dir: Path) -> BuildResult:
+def build_engine(weights_dir: Path, out_dir: Path, max_batch: int = MAX_BATCH) -> BuildResult:
     t0 = time.perf_counter()
-    path = export_onnx(weights_dir, out_dir)
+    path = export_onnx(weights_dir, out_dir, max_batch=max_batch)
     export_s = time.perf_counter() - t0
     import onnxruntime as ort
 
     if "TensorrtExecutionProvider" not in ort.get_available_providers():
         note = "TensorRT is not available to onnxruntime here, so the ONNX model runs on CUDA or the CPU"
-        return BuildResult(path, export_s, False, f"wrote {path}; {note}")
+        return BuildResult(path, export_s, False, f"wrote {path} (batches of up to {max_batch}); {note}")
     from engine.synthesis.kokoro.onnx_model import KokoroOnnx
 
     KokoroOnnx(model=path).load()  # TensorRT builds the fp16 engine and caches it on first run

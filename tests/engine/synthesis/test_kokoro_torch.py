@@ -36,15 +36,12 @@ CURVE_TOL = 1e-4
 REL_TOL = 1e-2
 """Max |batched - single| / peak of the audio. The batch normalises each item over its own
 frames with one vectorised masked norm (what the ONNX export and a GPU want), whose float32
-sums differ from the native kernel's by about 1e-6. The random, untrained decoder grows such
-differences a thousandfold, mostly through the phases of weak STFT bins of its harmonic
-source: measured 6e-5 .. 2.8e-3 over seeds 1 to 5. A padding leak gives 0.06 and 0.11
+sums differ from the native kernel's by about 1e-6; the random, untrained decoder grows
+that to 9e-6 .. 2.7e-3 (measured over seeds 1 to 5). A padding leak gives 0.06 to 0.11
 (`test_padding_leak_is_caught`)."""
-ONNX_RMS_TOL = 5e-2
-"""RMS |onnx - torch| / RMS torch, per item. onnxruntime's kernels round differently from
-torch's, and the same growth through weak-bin phases makes the max error of a random model
-seed-dependent (0.05% .. 14% of peak over seeds 1 to 5), so this compares energy: measured
-0.04% .. 2.8%. A baked batch size, length or voice gives errors of order 100%."""
+ONNX_TOL = 2e-3
+"""Max |onnx - torch| / peak per item: onnxruntime's kernels against torch's, the same
+graph; measured 6e-6 .. 3.3e-4 over seeds 1 to 5."""
 
 
 @pytest.fixture(scope="module")
@@ -55,13 +52,15 @@ def model(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-
 
 def _pin_noise(mp: pytest.MonkeyPatch) -> None:
     """The harmonic source draws random start phases and noise. Pin the phases to zero and
-    make the noise a fixed broadband signal of the sample index (ten sines that cover the
-    STFT's bins), which both paths, and an ONNX trace, compute alike. Zero noise would leave
-    STFT bins at rounding level, whose phases (inputs to the decoder) are noise themselves."""
+    make the noise a fixed, strong broadband signal of the sample index (ten sines that
+    cover the STFT's bins, about 2 RMS where randn gives 1), which both paths and an ONNX
+    trace compute alike. Weak noise would leave STFT bins near rounding level, and their
+    phases (which the decoder takes as input) would differ between any two implementations
+    by whole radians."""
 
     def fixed_noise(x: torch.Tensor, **_k: object) -> torch.Tensor:
         step = torch.ones_like(x).cumsum(1)
-        return sum((torch.sin(step * (0.31 * k + 0.05)) for k in range(1, 11)), torch.zeros_like(x)) / 10
+        return sum((torch.sin(step * (0.31 * k + 0.05)) for k in range(1, 11)), torch.zeros_like(x))
 
     mp.setattr(torch, "rand", lambda *a, **k: torch.zeros(*a, **k))
     mp.setattr(torch, "randn_like", fixed_noise)
@@ -209,10 +208,9 @@ def test_exported_onnx_takes_batches_and_matches_torch(exported, no_noise) -> No
         })  # fmt: skip
         assert wave.shape == (len(batch), int(samples.max()))
         ref = torch_model.forward(batch)
-        for b, (r, n) in enumerate(zip(ref, samples, strict=True)):
-            assert int(n) == r.shape[0]  # the same durations
-            rms = np.sqrt(np.mean((wave[b, : int(n)] - r.numpy()) ** 2) / np.mean(r.numpy() ** 2))
-            assert rms <= ONNX_RMS_TOL, (b, rms)
+        got = [torch.from_numpy(wave[b, : int(n)]) for b, n in enumerate(samples)]
+        errs = _worst(got, ref)  # and the same durations
+        assert max(errs) <= ONNX_TOL, errs
         for b, n in enumerate(samples):
             assert not wave[b, int(n) :].any()
 
@@ -250,3 +248,20 @@ def test_a_bad_sidecar_says_what_is_wrong(tmp_path: Path, text: str, message: st
     with pytest.raises(SynthesisError, match=message) as err:
         KokoroOnnx(model=tmp_path / "kokoro.onnx")
     assert "kokoro.json" in str(err.value)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--max-batch", "0"], "--max-batch: expected 1 to 256 lines, got 0"),
+    (["--max-batch", "lots"], "expected a whole number of lines, got 'lots'"),
+    ([], "expected config.json and a .pth weights file"),
+])  # fmt: skip
+def test_build_engine_bad_input_is_one_clear_line(tmp_path: Path, args: list[str], message: str) -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[3]
+    proc = subprocess.run([sys.executable, str(root / "main.py"), "build-engine", "--weights", str(tmp_path),
+                           "--out", str(tmp_path / "out"), *args],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert message in proc.stderr
