@@ -34,11 +34,13 @@ STFT's reflect padding see past an item's end in a padded batch."""
 CURVE_TOL = 1e-4
 """Max |batched - single| / peak of the predicted F0 and energy curves; measured about 2e-6."""
 REL_TOL = 1e-2
-"""Max |batched - single| / peak of the audio. The batch normalises each item over its own
-frames with one vectorised masked norm (what the ONNX export and a GPU want), whose float32
-sums differ from the native kernel's by about 1e-6; the random, untrained decoder grows
-that to 9e-6 .. 2.7e-3 (measured over seeds 1 to 5). A padding leak gives 0.06 to 0.11
-(`test_padding_leak_is_caught`)."""
+"""Max |batched - single| / peak of the audio, either way of normalising items over their
+own frames (`_FrameMask`: per item with the native kernel, or vectorised); measured 9e-6 ..
+2.7e-3 over seeds 1 to 5, the same both ways. Where it comes from: the harmonic source runs
+on through a shorter item's padding, where alone it would stop, so the last STFT frames of
+the source differ (the tail excluded above), and the decoder's instance norms, whose
+statistics include those frames, spread that over the item at about 1e-3 of peak (-60 dB).
+A padding leak gives 0.06 to 0.11 (`test_padding_leak_is_caught`)."""
 ONNX_TOL = 2e-3
 """Max |onnx - torch| / peak per item: onnxruntime's kernels against torch's, the same
 graph; measured 6e-6 .. 3.3e-4 over seeds 1 to 5."""
@@ -91,9 +93,11 @@ def _worst(got: list, refs: list) -> list[float]:  # type: ignore[type-arg]
     return errs
 
 
-def test_batched_equals_one_by_one(model, no_noise) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("vectorised", [False, True])
+def test_batched_equals_one_by_one(model, no_noise, vectorised: bool) -> None:  # type: ignore[no-untyped-def]
     items = _items()
-    errs = _worst(model.forward(items), [model.single(it) for it in items])
+    batched = BatchedKokoro(model.km, vectorised=vectorised).forward(items)
+    errs = _worst(batched, [model.single(it) for it in items])
     assert max(errs) <= REL_TOL, errs
 
 
@@ -129,7 +133,7 @@ def test_padding_leak_is_caught(model, no_noise) -> None:  # type: ignore[no-unt
         errs = _worst(model.forward(items), [model.single(it) for it in items])
     finally:
         leaky.mask_frames = True
-    assert errs[1] <= REL_TOL  # the longest item sees no padding
+    assert errs[1] <= 1e-3  # the longest item sees no padding
     assert errs[0] > 3 * REL_TOL and errs[2] > 3 * REL_TOL, errs
 
 
@@ -185,7 +189,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyp
     with pytest.MonkeyPatch.context() as mp:
         _pin_noise(mp)
         result = build_engine(folder, tmp_path_factory.mktemp("engine"))
-    return result, BatchedKokoro(km)
+    return result, BatchedKokoro(km, vectorised=True)  # the arithmetic the export traced
 
 
 def test_exported_onnx_takes_batches_and_matches_torch(exported, no_noise) -> None:  # type: ignore[no-untyped-def]
