@@ -1,16 +1,21 @@
 """Kokoro-82M in torch (the `kokoro` package's `KModel`), batched.
 
-`KModel.forward_with_tokens` voices one utterance. `BatchedKokoro.forward` runs several
-at once with their own lengths, voices and speeds:
+`KModel.forward_with_tokens` voices one utterance. `BatchedGraph` runs several at once
+with their own lengths, voices and speeds, in tensor operations only, so that the same
+code runs eagerly (`BatchedKokoro`) and traces into an ONNX graph with dynamic batch and
+token axes (`main.py build-engine`):
 - text side: padded token ids with an attention mask, the duration encoder and duration
   LSTM on packed sequences, so every item sees only its own tokens;
 - alignment: each item's predicted durations expand its tokens to its own frame count,
-  padded to the longest;
+  padded to the longest (a comparison of frame positions with cumulative durations);
 - frame side (F0/energy predictor and the iSTFT decoder), batched over padded frames: the
   LSTM runs packed, every convolution sees zeros past an item's end (as a lone utterance
   sees zero padding), and every instance norm normalises each item over its own frames
-  with the kernel a lone utterance gets (`_FrameMask`);
-- each item's audio is trimmed to its own length.
+  (`_FrameMask`: per item with the native kernel on a CPU, vectorised elsewhere);
+- each item's audio is zeroed past its own length, and trimmed to it.
+The one difference left from voicing an item alone: the harmonic source runs on through
+the padding, so the source's last STFT frames differ (about 1e-3 of peak over the item,
+through the decoder's norms; see the tests).
 Where the model adds noise (the harmonic source), outputs differ run to run in either path.
 """
 
