@@ -2,7 +2,9 @@
 # One prepared GPU check for a session lent a GPU machine (which has no network): it installs
 # the few packages that machine's image lacks from wheels carried in .whl/, then runs the
 # neural benchmark on CUDA (torch path, full-size Kokoro architecture with random weights;
-# the int8 ONNX model's 92 MB of parts exceed what a run can carry) and the CUDA test.
+# the int8 ONNX model's 92 MB of parts exceed what a run can carry, and onnxruntime there
+# has no CUDA provider) and the Kokoro torch tests, whose CUDA ones (bf16 batch, batched
+# equals one by one with the vectorised norms) skip everywhere else.
 #
 #   here, once:   bash benchmarks/gpu_check.sh --fetch      # wheels for the machine's Python 3.12
 #   device run:   bash benchmarks/gpu_check.sh               # with carry: [".whl"], under 5 minutes

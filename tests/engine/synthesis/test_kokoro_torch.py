@@ -3,6 +3,7 @@ download), batched output against the package's one-utterance path, item by item
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 from pathlib import Path
 
@@ -167,11 +168,21 @@ def test_cuda_bf16_batch_runs(model) -> None:  # type: ignore[no-untyped-def]
     from engine.synthesis.gpu import gpu_memory
     from engine.synthesis.kokoro.torch_synth import KokoroTorch
 
-    synth = KokoroTorch(kmodel=model.km, device="cuda", precision="bf16")
+    synth = KokoroTorch(kmodel=copy.deepcopy(model.km), device="cuda", precision="bf16")
     out = synth.synthesize([SynthRequest("Hold the line.", Voice(backend="kokoro", voice_id="jf_alpha"))] * 4)
     assert all(np.isfinite(a).all() and a.size for a in out)
     mem = gpu_memory()
     assert mem is not None and mem.reserved_bytes >= mem.allocated_bytes and 0 <= mem.fragmentation <= 1
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_batch_equals_one_by_one(model, no_noise) -> None:  # type: ignore[no-untyped-def]
+    """On a GPU (fp32) the batch takes the vectorised norms; each item as voiced alone there."""
+    on_gpu = BatchedKokoro(copy.deepcopy(model.km).to("cuda"))
+    items = _items()
+    batched = [a.cpu() for a in on_gpu.forward(items)]
+    errs = _worst(batched, [on_gpu.single(it).cpu() for it in items])
+    assert max(errs) <= REL_TOL, errs
 
 
 @pytest.fixture(scope="module")
