@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 DEMO = Path(__file__).resolve().parent / "assets" / "demo" / "the_last_broadcast.fountain"
@@ -190,14 +191,25 @@ def cmd_probe(args: argparse.Namespace) -> int:
     return 0
 
 
-def _batch_size(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of lines, got {text!r}") from None
-    if not 1 <= n <= 256:
-        raise argparse.ArgumentTypeError(f"expected 1 to 256 lines, got {n}")
-    return n
+def _ranged(kind: type[int] | type[float], lo: float, hi: float, unit: str) -> Callable[[str], float]:
+    """An argparse type: a number of `kind` from `lo` to `hi`, else one clear message."""
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            number = ("a whole number" if kind is int else "a number") + (f" of {unit}" if unit else "")
+            raise argparse.ArgumentTypeError(f"expected {number}, got {text!r}") from None
+        if not lo <= value <= hi:
+            span = f"{lo:g} to {hi:g}" + (f" {unit}" if unit else "")
+            raise argparse.ArgumentTypeError(f"expected {span}, got {text}")
+        return value
+
+    return parse
+
+
+WORKERS = _ranged(int, 1, 64, "processes")
+SECONDS = _ranged(float, 0, 86_400, "seconds")
 
 
 def cmd_build_engine(args: argparse.Namespace) -> int:
@@ -215,27 +227,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--open", dest="gui_script", type=Path, help="script to open in the window")
     p.add_argument("--device", help="window's output device: name, host API (e.g. JACK) or index")
     p.add_argument("--audio-process", action="store_true", help="run the stream in its own process")
-    p.add_argument("--processes", type=int, default=1, help="espeak-ng worker processes")
+    p.add_argument("--processes", type=WORKERS, default=1, help="espeak-ng worker processes (1..64)")
     sub = p.add_subparsers(dest="command")
 
     def script_args(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("script", nargs="?", type=Path, help="script file (default: the demo)")
         sp.add_argument("--project", type=Path, help="project file with a saved cast")
-        sp.add_argument("--processes", type=int, default=1, help="espeak-ng worker processes")
+        sp.add_argument("--processes", type=WORKERS, default=1, help="espeak-ng worker processes (1..64)")
 
     r = sub.add_parser("render", help="render a script offline to WAV/FLAC")
     script_args(r)
     r.add_argument("-o", "--output", type=Path, required=True, help="mix.wav or mix.flac")
     r.add_argument("--stems", type=Path, help="folder for one file per role")
-    r.add_argument("--gap", type=float, default=0.35, help="pause between lines, seconds")
+    r.add_argument("--gap", type=_ranged(float, 0, 10, "seconds"), default=0.35,
+                   help="pause between lines, 0..10 seconds")  # fmt: skip
     r.set_defaults(func=cmd_render)
 
     pl = sub.add_parser("play", help="play a script in real time")
     script_args(pl)
     pl.add_argument("--device", help="output device name, host API (e.g. JACK) or index")
-    pl.add_argument("--block", type=int, default=256, help="frames per callback")
+    pl.add_argument("--block", type=_ranged(int, 16, 8192, "frames"), default=256,
+                    help="frames per callback, 16..8192")  # fmt: skip
     pl.add_argument("--audio-process", action="store_true", help="run the stream in its own process")
-    pl.add_argument("--seconds", type=float, default=0.0, help="stop after this long")
+    pl.add_argument("--seconds", type=SECONDS, default=0.0, help="stop after this long (0: at the end)")
     pl.add_argument("--policy", default="role_aware", choices=["role_aware", "fifo"])
     pl.set_defaults(func=cmd_play)
 
@@ -245,19 +259,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     sv = sub.add_parser("serve", help="HTTP speech server (OpenAI-compatible) with /metrics")
     sv.add_argument("--host", default="127.0.0.1")
-    sv.add_argument("--port", type=int, default=8080)
-    sv.add_argument("--metrics-port", type=int, default=9090, help="0: only /metrics on --port")
+    sv.add_argument("--port", type=_ranged(int, 1, 65_535, ""), default=8080)
+    sv.add_argument("--metrics-port", type=_ranged(int, 0, 65_535, ""), default=9090,
+                    help="0: only /metrics on --port")  # fmt: skip
     sv.add_argument("--token", help="bearer token clients must send (or TROUPE_TOKEN)")
     sv.add_argument("--script", type=Path, help="script whose roles are cast at start")
     sv.add_argument("--scripts-dir", type=Path, default=Path("."), help="POST /v1/script reads only here")
-    sv.add_argument("--processes", type=int, default=1, help="espeak-ng worker processes")
+    sv.add_argument("--processes", type=WORKERS, default=1, help="espeak-ng worker processes (1..64)")
     sv.add_argument("--policy", default="role_aware", choices=["role_aware", "fifo"])
     sv.set_defaults(func=cmd_serve)
 
     be = sub.add_parser("build-engine", help="export Kokoro to ONNX and build a TensorRT engine")
     be.add_argument("--weights", type=Path, required=True, help="folder with config.json and .pth weights")
     be.add_argument("--out", type=Path, default=Path("kokoro-engine"), help="output folder")
-    be.add_argument("--max-batch", type=_batch_size, default=16,
+    be.add_argument("--max-batch", type=_ranged(int, 1, 256, "lines"), default=16,
                     help="lines the ONNX backend voices in one call, 1..256 (default 16)")  # fmt: skip
     be.set_defaults(func=cmd_build_engine)
 
@@ -266,7 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--interval", default="100ms", help="e.g. 100ms, 1s")
     pr.add_argument("--url", default="http://127.0.0.1:9090")
     pr.add_argument("--json", action="store_true", help="with --mode once: one JSON snapshot")
-    pr.add_argument("--duration", type=float, default=0.0, help="live mode: stop after this long")
+    pr.add_argument("--duration", type=SECONDS, default=0.0, help="live mode: stop after this long")
     pr.add_argument("--token", help="bearer token (or TROUPE_TOKEN)")
     pr.set_defaults(func=cmd_probe)
     return p
