@@ -7,9 +7,10 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from engine.core.types import SAMPLE_RATE_HZ
+from engine.core.types import SAMPLE_RATE_HZ, Voice
 from engine.scheduler.request import Clock, Request, monotonic
 from engine.synthesis.base import Mono, Synthesizer, SynthRequest
+from engine.synthesis.espeak import stand_in
 
 Completion = Callable[["Batch"], None]
 
@@ -95,7 +96,7 @@ class Backend:
         est = sum(self.estimate_s(r) for r in requests)
         batch = Batch(self.name, list(requests), now, now + max(self.min_timeout_s, 5 * est))
         self.inflight += 1
-        sreqs = [SynthRequest(r.text, r.voice, r.id) for r in requests]
+        sreqs = [SynthRequest(r.text, self.voice_for(r), r.id) for r in requests]
 
         def finish(fut: Future[list[Mono]]) -> None:
             batch.t_end = self.clock()
@@ -114,6 +115,13 @@ class Backend:
             assert self._executor is not None
             self._executor.submit(self.synth.synthesize, sreqs).add_done_callback(finish)
         return batch
+
+    def voice_for(self, r: Request) -> Voice:
+        """The line's voice on this backend: as cast, or, where the embedded voice stands
+        in for another backend (a fallback), the nearest espeak-ng voice."""
+        if self.name == "espeak" and r.voice.backend != "espeak":
+            return stand_in(r.voice)
+        return r.voice
 
     def release(self) -> None:
         self.inflight -= 1

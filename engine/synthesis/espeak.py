@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import re
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -14,8 +16,24 @@ from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
 from engine.synthesis.espeak_lib import EspeakLib
 from engine.synthesis.text import split_chunks
 
+_VOICE_NAME = re.compile(r"[a-z][a-z]_[a-z0-9]+")
 _SILENCE = 1e-3
 _LEAD_MS = 5
+
+
+def stand_in(voice: Voice) -> Voice:
+    """The espeak-ng voice that voices a line cast to another backend when it falls back
+    (after failures, or to make its deadline): English, British for a voice whose name says
+    so (Kokoro's `b*_name`), else American; female or male as the name's second letter says
+    (Kokoro's `?f_` / `?m_`; the first voice of a blend). The role's rate, pitch, gain and pan
+    stay as cast."""
+    if voice.backend == "espeak":
+        return voice
+    found = _VOICE_NAME.search(voice.voice_id.lower())
+    name = found.group(0) if found else ""
+    language = "en" if name[:1] == "b" else "en-us"  # NB: espeak-ng's "en" is British
+    variant = {"f": "+f3", "m": "+m3"}.get(name[1:2], "")
+    return dataclasses.replace(voice, backend="espeak", voice_id=language + variant)
 
 
 def voice_name(voice: Voice) -> str:

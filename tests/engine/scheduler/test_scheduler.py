@@ -101,6 +101,28 @@ def test_failure_without_fallback_marks_the_line_failed(clock: ManualClock) -> N
     assert r.state is State.FAILED and s.stats.failed == 1
 
 
+@pytest.mark.parametrize(("voice_id", "stand_in"), [
+    ("jm_kumo", "en-us+m3"), ("af_heart", "en-us+f3"), ("bm_george", "en+m3"),
+    ("0.7*jf_alpha+0.3*jm_kumo", "en-us+f3"), ("my-own-voice", "en-us"),
+])  # fmt: skip
+def test_fallback_speaks_with_an_espeak_stand_in(clock: ManualClock, voice_id: str, stand_in: str) -> None:
+    """A line cast to a neural voice that espeak-ng does not have is still voiced when it
+    falls back: by the nearest espeak-ng voice, with the role's rate and pitch."""
+    from dataclasses import replace
+
+    broken = RecordingSynth("kokoro", fail=True)
+    espeak = Backend(EspeakSynthesizer(), clock=clock)
+    s = _sched(clock, Backend(broken, clock=clock), espeak, retries=0)
+    r = req("HERO", "The show must go on.", backend="kokoro")
+    r.voice = replace(r.voice, voice_id=voice_id, rate_wpm=210, pitch=30)
+    s.submit(r)
+    run_until_idle(s)
+    assert r.state is State.DONE and r.fallback and r.backend == "espeak"
+    assert r.audio is not None and np.abs(r.audio).max() > 0.01
+    voice = espeak.voice_for(r)
+    assert (voice.backend, voice.voice_id, voice.rate_wpm, voice.pitch) == ("espeak", stand_in, 210, 30)
+
+
 def test_timeout_counts_as_failure(clock: ManualClock) -> None:
     stuck = RecordingSynth("neural")
     stuck.gate = threading.Event()
