@@ -13,6 +13,10 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine.cast import Cast
 
 DEMO = Path(__file__).resolve().parent / "assets" / "demo" / "the_last_broadcast.fountain"
 
@@ -32,11 +36,21 @@ def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     return script, Cast.auto(script, keep), edits
 
 
-def _synth(processes: int):  # type: ignore[no-untyped-def]
+def _synth(processes: int, cast: Cast | None = None):  # type: ignore[no-untyped-def]
+    """espeak-ng (in this process or a pool), and Kokoro where the cast names it."""
     from engine.synthesis.espeak import EspeakSynthesizer
     from engine.synthesis.pool import EspeakPool
+    from engine.synthesis.router import Router
 
-    return EspeakPool(processes) if processes > 1 else EspeakSynthesizer()
+    espeak = EspeakPool(processes) if processes > 1 else EspeakSynthesizer()
+    synths = {"espeak": espeak}
+    if cast is not None and any(v.backend == "kokoro" for v in cast.voices.values()):
+        from engine.synthesis.kokoro import make_kokoro
+
+        kokoro = make_kokoro()  # None where it is not installed: those lines get espeak-ng stand-ins
+        if kokoro is not None:
+            synths["kokoro"] = kokoro
+    return Router(synths)
 
 
 def cmd_render(args: argparse.Namespace) -> int:
@@ -44,7 +58,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     from engine.render import render_script
 
     script, cast, edits = _load(args)
-    synth = _synth(args.processes)
+    synth = _synth(args.processes, cast)
     t0 = time.perf_counter()
     try:
         result = render_script(script, cast, args.output, synth, args.stems, Pacing(gap_s=args.gap), edits)
@@ -59,6 +73,8 @@ def cmd_render(args: argparse.Namespace) -> int:
     for role, path in result.stems.items():
         print(f"  stem {role}: {path}")
     print(f"  cue sheet: {result.cue_sheet}")
+    for line in result.fell_back:
+        print(f"  cue {line.cue_index} ({line.role}): espeak-ng stood in ({line.fallback})", file=sys.stderr)
     for line in result.failed:
         print(f"  FAILED cue {line.cue_index} ({line.role}): {line.error}", file=sys.stderr)
     return 0

@@ -41,6 +41,8 @@ class LineTiming:
     start_s: float
     duration_s: float
     error: str | None = None
+    fallback: str | None = None
+    """Why an espeak-ng stand-in voiced this line instead of the voice it is cast to."""
 
 
 @dataclass
@@ -58,6 +60,10 @@ class RenderResult:
     @property
     def failed(self) -> list[LineTiming]:
         return [ln for ln in self.lines if ln.error]
+
+    @property
+    def fell_back(self) -> list[LineTiming]:
+        return [ln for ln in self.lines if ln.fallback and not ln.error]
 
 
 def write_cue_sheet(path: Path, lines: list[LineTiming]) -> None:
@@ -141,6 +147,7 @@ def render_script(
                         script.roles, script.metadata)  # fmt: skip
     t0 = time.perf_counter()
     audio, errors = synthesize_lines(script, cast, synth, progress, cancel)
+    fallbacks: dict[int, str] = getattr(synth, "fallbacks", {})
     t1 = time.perf_counter()
     durations = {i: len(a) / SAMPLE_RATE_HZ for i, a in audio.items()}
     starts = layout(script.cues, durations, pacing)
@@ -151,7 +158,8 @@ def render_script(
         if cue.index in audio:
             mixer.add(Clip(start_frame, cue.role, audio[cue.index], cue.index))
         lines.append(LineTiming(cue.index, cue.role, cue.text, starts[cue.index],
-                                durations.get(cue.index, 0.0), errors.get(cue.index)))  # fmt: skip
+                                durations.get(cue.index, 0.0), errors.get(cue.index),
+                                fallbacks.get(cue.index)))  # fmt: skip
     n_frames = mixer.end_frame + round(TAIL_S * SAMPLE_RATE_HZ)
     if cancel is not None and cancel.is_set():
         raise RenderCancelled("render cancelled")

@@ -39,6 +39,7 @@ from engine.scheduler.request import Clock, monotonic
 from engine.script import load_script
 from engine.show import Show
 from engine.synthesis.espeak import EspeakSynthesizer, espeak_variants, espeak_voices
+from engine.synthesis.router import Router
 
 T = TypeVar("T")
 HISTORY_COLUMNS = 600
@@ -482,7 +483,8 @@ class Engine:
         script, cast, edits = self.call(lambda: (self.script, Cast(dict(self.cast.voices)), dict(self.edits)))
         if script is None:
             raise TroupeError("nothing to render: no script is loaded")
-        synth = EspeakSynthesizer()
+        neural = {n: b.synth for n, b in self.scheduler.backends.items() if n != "espeak"}  # thread-safe
+        synth = Router({"espeak": EspeakSynthesizer(), **neural})
         return render_script(script, cast, out, synth, stems, self.settings.pacing, edits, progress, cancel)
 
     def close(self) -> None:

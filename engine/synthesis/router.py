@@ -1,0 +1,69 @@
+"""Several voice backends behind one `Synthesizer`, for the offline render: each line goes to
+the backend its role is cast to, and a line that backend cannot voice (it failed, or it is
+not installed here) is voiced by an espeak-ng stand-in, as in a live show."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+
+from engine.core.errors import SynthesisError
+from engine.core.types import SAMPLE_RATE_HZ
+from engine.synthesis.base import Mono, Synthesizer, SynthRequest, VoiceInfo
+from engine.synthesis.espeak import stand_in
+
+log = logging.getLogger("troupe.render")
+
+
+class Router:
+    """A `Synthesizer` over `synths` by backend name; `fallback` (espeak-ng) stands in."""
+
+    name = "router"
+    sample_rate_hz = SAMPLE_RATE_HZ
+
+    def __init__(self, synths: Mapping[str, Synthesizer], fallback: str = "espeak") -> None:
+        if fallback not in synths:
+            raise ValueError(f"the fallback backend {fallback!r} is not among {sorted(synths)}")
+        self.synths = dict(synths)
+        self.fallback = fallback
+        self.max_batch = max(s.max_batch for s in self.synths.values())
+        self.fallbacks: dict[int, str] = {}
+        """request_id -> why the stand-in voiced it."""
+
+    def voices(self) -> list[VoiceInfo]:
+        return [v for s in self.synths.values() for v in s.voices()]
+
+    def synthesize(self, batch: Sequence[SynthRequest]) -> list[Mono]:
+        """Each backend's share in one call (so a batching backend batches), in order."""
+        groups: dict[str, list[int]] = {}
+        for k, r in enumerate(batch):
+            groups.setdefault(r.voice.backend, []).append(k)
+        out: list[Mono | None] = [None] * len(batch)
+        for backend, idx in groups.items():
+            share = [batch[k] for k in idx]
+            for k, audio in zip(idx, self._voice(backend, share), strict=True):
+                out[k] = audio
+        return [a for a in out if a is not None]
+
+    def _voice(self, backend: str, share: list[SynthRequest]) -> list[Mono]:
+        synth = self.synths.get(backend)
+        try:
+            if synth is None:
+                raise SynthesisError(f"no {backend} voices here (is its extra installed?)")
+            return synth.synthesize(share)
+        except SynthesisError as exc:
+            if backend == self.fallback:
+                raise
+            log.warning("render: %d %s line(s) voiced by espeak-ng instead: %s", len(share), backend, exc)
+            for r in share:
+                self.fallbacks[r.request_id] = f"{backend}: {exc}"
+            stand_ins = [dataclasses.replace(r, voice=stand_in(r.voice)) for r in share]
+            return self.synths[self.fallback].synthesize(stand_ins)
+
+    def stream(self, request: SynthRequest) -> Iterator[Mono]:
+        yield from self.synthesize([request])
+
+    def close(self) -> None:
+        for s in self.synths.values():
+            s.close()
