@@ -40,6 +40,7 @@ from app.monitor import LatencyMonitor
 from app.session import Session
 from app.timeline import TimelineWidget
 from engine.core.errors import TroupeError
+from engine.render import RenderResult
 from engine.service import Engine, EngineSettings, EngineSnapshot
 
 SCRIPT_SUFFIXES = {".fountain", ".spmd", ".txt", ".srt", ".vtt", ".csv", ".tsv"}
@@ -371,14 +372,22 @@ class MainWindow(QMainWindow):
         dialog.setMinimumDuration(300)
         dialog.canceled.connect(job.cancel)
         job.progressed.connect(lambda f, msg: (dialog.setValue(round(f * 1000)), dialog.setLabelText(msg)))
-        job.succeeded.connect(lambda r: self.statusBar().showMessage(
-            f"rendered {r.path} ({r.duration_s:.1f} s, {len(r.failed)} failed lines)", 10000))  # fmt: skip
+        job.succeeded.connect(self._render_done)
         job.failed.connect(self.banner.show_message)
         job.finished.connect(dialog.close)
         job.finished.connect(job.deleteLater)
         self._job = job
         job.start()
         return job
+
+    def _render_done(self, result: RenderResult) -> None:
+        self.statusBar().showMessage(f"rendered {result.path} ({result.duration_s:.1f} s, "
+                                     f"{len(result.failed)} failed lines)", 10000)  # fmt: skip
+        if result.fell_back:  # the director should know which lines are not in their cast voice
+            cues = ", ".join(str(ln.cue_index + 1) for ln in result.fell_back[:12])
+            more = "…" if len(result.fell_back) > 12 else ""
+            self.banner.show_message(f"render: espeak-ng stood in for cue(s) {cues}{more}: "
+                                     f"{result.fell_back[0].fallback}")  # fmt: skip
 
     # --- engine lists -------------------------------------------------------------------
     def _voice_ids(self) -> list[str]:

@@ -138,6 +138,17 @@ def test_render_job_writes_the_mix(
     assert any((tmp_path / "stems").iterdir())
 
 
+def test_render_with_stand_ins_tells_the_director(qtbot, engine: Engine, make_window, tmp_path: Path) -> None:
+    from engine.render import LineTiming, RenderResult
+
+    w = make_window(engine)
+    lines = [LineTiming(0, "IRIS", "Hold the line.", 0.0, 1.0),
+             LineTiming(3, "OWEN", "Go.", 1.5, 0.5, fallback="kokoro: no kokoro voices here")]  # fmt: skip
+    w._render_done(RenderResult(tmp_path / "show.wav", 2.0, lines))
+    assert w.banner.isVisibleTo(w) and "stood in for cue(s) 4" in w.banner.text
+    assert "no kokoro voices here" in w.banner.text
+
+
 def test_autosave_and_recovery_after_a_crash(qtbot, engine: Engine, make_window, tmp_path: Path) -> None:
     data = tmp_path / "data"
     w = make_window(engine, data_dir=data)
