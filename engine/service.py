@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -307,6 +307,7 @@ class Engine:
         self.show = Show(script, cast, self.scheduler, self.ring, self.settings.pacing,
                          self.settings.render_ahead_ms, clock=self.clock)  # fmt: skip
         self.show.on_request_done = self._on_request_done
+        self._warn_missing_backends(cast.voices.keys())
         self._history = np.zeros((len(script.roles), HISTORY_COLUMNS), np.float32)
         self._snapshot = self._build_snapshot()
 
@@ -447,6 +448,20 @@ class Engine:
 
     def _recast(self, role: str, changes: dict[str, Any]) -> None:
         self._show().recast(role, **changes)
+        if "backend" in changes or "voice_id" in changes:
+            self._warn_missing_backends([role])
+
+    def _warn_missing_backends(self, roles: Iterable[str]) -> None:
+        """Tell the director (banner) which roles are cast to a backend not installed here:
+        the cast is kept (the project stays as saved), and espeak-ng stands in."""
+        missing: dict[str, list[str]] = {}
+        for role in roles:
+            backend = self.cast[role].backend
+            if backend not in self.scheduler.backends:
+                missing.setdefault(backend, []).append(role)
+        for backend, names in missing.items():
+            self.messages.put(f"{', '.join(sorted(names))}: cast to {backend} voices, which are not "
+                              f"available here; espeak-ng stands in (the cast is kept)")  # fmt: skip
 
     def _show(self) -> Show:
         if self.show is None:

@@ -72,7 +72,8 @@ class Request:
     backend: str = ""
     attempts: int = 0
     fallback: bool = False
-    """Voiced by the fallback backend (after failures or to make its deadline)."""
+    """Voiced by the fallback backend (after failures, to make its deadline, or because the
+    backend its role is cast to is not installed here)."""
     error: str = ""
     audio: Mono | None = None
     t_enqueued: float = 0.0

@@ -79,7 +79,9 @@ class Scheduler:
     def submit(self, r: Request, timeout_s: float = 1.0) -> Request:
         """Queue `r`; if the queue is full, shed far prefetch or wait up to `timeout_s`."""
         if not r.backend:
-            r.backend = r.voice.backend if r.voice.backend in self.backends else self._default()
+            present = r.voice.backend in self.backends
+            r.backend = r.voice.backend if present else self._default()
+            r.fallback = r.fallback or not present  # cast to a backend not installed here
         with self._lock:
             if len(self.policy) >= self.config.max_pending and not self._shed_one():
                 ok = self._lock.wait_for(

@@ -197,3 +197,45 @@ def test_loop_scene_replays_it(testdata: Path) -> None:
         assert start <= h.show.write_s <= end + 0.1  # still inside the scene
     finally:
         h.close()
+
+
+def test_project_cast_to_a_missing_backend_plays_with_stand_ins(tmp_path: Path) -> None:
+    """A project whose role is cast to Kokoro, opened where Kokoro is not available: the
+    cast is kept as saved, the director is told, and the role's lines are voiced by an
+    espeak-ng stand-in and marked fallback."""
+    import queue
+    import time
+    from dataclasses import replace
+
+    from engine.cast import save_project
+    from engine.service import Engine, EngineSettings
+
+    demo = Path(__file__).resolve().parents[2] / "assets" / "demo" / "the_last_broadcast.fountain"
+    script = load_script(demo)
+    voices = dict(Cast.auto(script).voices)
+    voices["CALLER"] = replace(voices["CALLER"], backend="kokoro", voice_id="jm_kumo")
+    save_project(tmp_path / "p.troupe.json", str(demo), Cast(voices))
+    engine = Engine(EngineSettings(neural=False))
+    try:
+        engine.open_project(tmp_path / "p.troupe.json")
+        engine.play()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            cues = [c for c in engine.snapshot().cues if c.role == "CALLER"]
+            if cues and all(c.state in ("ready", "playing", "played") for c in cues):
+                break
+            time.sleep(0.05)
+        snap = engine.snapshot()
+        assert snap.voices["CALLER"].backend == "kokoro"  # the cast is kept
+        caller = [c for c in snap.cues if c.role == "CALLER"]
+        assert caller and all(c.state in ("ready", "playing", "played") and c.fallback for c in caller)
+        assert not any(c.fallback for c in snap.cues if c.role != "CALLER")
+        said = []
+        while True:
+            try:
+                said.append(engine.messages.get_nowait())
+            except queue.Empty:
+                break
+        assert any("CALLER: cast to kokoro voices, which are not available here" in m for m in said)
+    finally:
+        engine.close()
