@@ -7,15 +7,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-BYTES_PER_FRAME = 420_000
-"""Peak activation bytes per duration frame of one item (fp32): the generator's resblocks
-hold ~6 tensors of 128 channels x 120 samples per frame, plus the decoder's 1,090-channel
-blocks at 2 steps per frame. Analytic, not yet fitted: `benchmarks/gpu_check.sh` prints
-measured peaks beside this estimate for a session lent a GPU to fit."""
-BYTES_PER_TOKEN = 60_000
-"""ALBERT, duration encoder and text encoder activations per token of one item."""
+BYTES_PER_FRAME = 720_000
+"""Peak activation bytes per duration frame of one item in fp32 (the decoder's generator
+dominates). Fitted to measured peaks of the batched graph with its vectorised norms (what
+a GPU runs), in fp32 on the CPU: 718,805 B/frame, 21,841 B/token and 31 MiB overhead, worst
+error 0.4% over 10 batches of 2 and 4 items, 48 to 489 frames each
+(`python benchmarks/bench_batch_memory.py`). One item runs without frame masks and needs up
+to a third less. Still to confirm on a GPU, where the caching allocator and cuDNN add to it
+(`benchmarks/gpu_check.sh` prints the peak beside this estimate)."""
+BYTES_PER_TOKEN = 22_000
+"""ALBERT, duration encoder and text encoder activations per token of one item (fitted as above)."""
 BATCH_OVERHEAD_BYTES = 64 << 20
-"""Workspace (cuDNN, cuFFT plans) per batch."""
+"""Per batch: the 31 MiB fitted above, and room for cuDNN and cuFFT workspaces."""
 
 
 def estimate_batch_bytes(n_items: int, max_tokens: int, max_frames: int, bytes_per_value: int = 4) -> int:
