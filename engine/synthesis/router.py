@@ -52,7 +52,7 @@ class Router:
             if synth is None:
                 raise SynthesisError(f"no {backend} voices here (is its extra installed?)")
             return synth.synthesize(share)
-        except SynthesisError as exc:
+        except Exception as exc:  # any backend failure: its lines go to the stand-in, the render goes on
             if backend == self.fallback:
                 raise
             log.warning("render: %d %s line(s) voiced by espeak-ng instead: %s", len(share), backend, exc)

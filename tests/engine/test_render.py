@@ -136,3 +136,24 @@ def test_render_voices_a_kokoro_role_with_kokoro(tmp_path: Path) -> None:
     assert not result.failed and not result.fell_back
     mine = [ln for ln in result.lines if ln.role == role]
     assert mine and all(ln.duration_s > 0.3 for ln in mine)
+
+
+class _CrashingNeural(EspeakSynthesizer):
+    """A neural backend whose runtime raises something other than a SynthesisError."""
+
+    name = "kokoro"
+
+    def synthesize(self, batch):  # type: ignore[no-untyped-def]
+        raise RuntimeError("[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : out of memory")
+
+
+def test_render_survives_a_backend_crash(tmp_path: Path) -> None:
+    from engine.synthesis.router import Router
+
+    script = load_script(DEMO)
+    cast, role = _cast_one_role_to(script, "jm_kumo")
+    router = Router({"espeak": EspeakSynthesizer(), "kokoro": _CrashingNeural()})
+    result = render_script(script, cast, tmp_path / "m.wav", router)
+    assert not result.failed
+    assert result.fell_back and all("out of memory" in (ln.fallback or "") for ln in result.fell_back)
+    assert {ln.role for ln in result.fell_back} == {role}

@@ -163,13 +163,18 @@ class KokoroOnnx:
     def _run_parts(self, parts: Sequence[Part]) -> list[np.ndarray]:
         """24 kHz audio for each (tokens, voice, speed): batched by length where the model
         takes batches, else one call each."""
-        if not self.batched:
-            return [self._run_one(*p) for p in parts]
-        out: list[np.ndarray] = [np.zeros(0, np.float32)] * len(parts)
-        for group in length_buckets([len(p[0]) for p in parts], self.max_batch):
-            for k, audio in zip(group, self._run_batch([parts[k] for k in group]), strict=True):
-                out[k] = audio
-        return out
+        try:
+            if not self.batched:
+                return [self._run_one(*p) for p in parts]
+            out: list[np.ndarray] = [np.zeros(0, np.float32)] * len(parts)
+            for group in length_buckets([len(p[0]) for p in parts], self.max_batch):
+                for k, audio in zip(group, self._run_batch([parts[k] for k in group]), strict=True):
+                    out[k] = audio
+            return out
+        except SynthesisError:
+            raise
+        except Exception as exc:  # onnxruntime raises its own untyped errors
+            raise SynthesisError(f"Kokoro ({self.provider or 'onnxruntime'}): {exc}") from exc
 
     def _run_one(self, tokens: list[int], style: np.ndarray, speed: float) -> np.ndarray:
         ids, ref, spd = self._inputs
