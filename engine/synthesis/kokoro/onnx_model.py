@@ -217,19 +217,14 @@ class KokoroOnnx:
                 yield to_engine_rate(audio)
         else:
             for part in parts[1:]:
-                yield to_engine_rate(self._run_one(*part))
+                yield to_engine_rate(self._run_parts([part])[0])
 
     def synthesize(self, batch: Sequence[SynthRequest]) -> list[Mono]:
         """Every request's parts in one pass (batched by length where the model allows)."""
         self.load()
         per_request = [self._parts(r) for r in batch]
         audio = self._run_parts([p for parts in per_request for p in parts])
-        out, k = [], 0
-        for parts in per_request:
-            pieces = audio[k : k + len(parts)]
-            k += len(parts)
-            out.append(to_engine_rate(np.concatenate(pieces) if len(pieces) > 1 else pieces[0]))
-        return out
+        return join_parts([len(parts) for parts in per_request], audio)
 
     def close(self) -> None:
         self._session = None
@@ -237,6 +232,17 @@ class KokoroOnnx:
 
 def to_engine_rate(audio: np.ndarray) -> Mono:
     return np.asarray(soxr.resample(audio, MODEL_RATE_HZ, SAMPLE_RATE_HZ, quality="HQ"), np.float32)
+
+
+def join_parts(counts: Sequence[int], audio: Sequence[np.ndarray]) -> list[Mono]:
+    """Each request's audio at the engine rate, from the model's audio for all requests'
+    parts in order (`counts[k]` parts for request k)."""
+    out, k = [], 0
+    for n in counts:
+        pieces = audio[k : k + n]
+        k += n
+        out.append(to_engine_rate(np.concatenate(pieces) if len(pieces) > 1 else pieces[0]))
+    return out
 
 
 def _language(name: str) -> str:

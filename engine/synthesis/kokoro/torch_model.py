@@ -146,12 +146,16 @@ class _FrameMask:
         if not tracing and key in self._masks:  # each length recurs in several layers
             return self._masks[key]
         t: torch.Tensor | int = torch._shape_as_tensor(x)[-1].to(x.device) if tracing else x.shape[-1]
-        valid = (self.frames * t + self.f_max - 1) // self.f_max  # ceil(frames * t / f_max), exact
+        valid = self.valid(t)
         pos = torch.arange(t, device=x.device) if not tracing else torch.arange(t).to(x.device)  # type: ignore[arg-type]
         mask = (pos[None, :] < valid[:, None]).to(x.dtype)[:, None, :]
         if not tracing:
             self._masks[key] = mask
         return mask
+
+    def valid(self, t: torch.Tensor | int) -> torch.Tensor:
+        """(batch,) each item's share of a layer `t` long: ceil(frames * t / f_max), exact."""
+        return (self.frames * t + self.f_max - 1) // self.f_max
 
     def _zero_padding(self, _m: nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...]:
         return (args[0] * self.mask(args[0]), *args[1:])
@@ -163,7 +167,7 @@ class _FrameMask:
 
     def _norm_per_item(self, m: nn.Module, x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         t = x.shape[-1]
-        valid = ((self.frames * t + self.f_max - 1) // self.f_max).tolist()
+        valid = self.valid(t).tolist()
         weight, bias = getattr(m, "weight", None), getattr(m, "bias", None)
         y = torch.zeros_like(out)
         for b, n in enumerate(valid):  # NB: the functional form; calling `m` would re-enter this hook

@@ -17,7 +17,7 @@ from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ
 from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
 from engine.synthesis.gpu import split_to_fit
-from engine.synthesis.kokoro.onnx_model import FIRST_CHUNK_TOKENS, speed_for, to_engine_rate
+from engine.synthesis.kokoro.onnx_model import FIRST_CHUNK_TOKENS, join_parts, speed_for, to_engine_rate
 from engine.synthesis.kokoro.phonemes import Phonemized, Phonemizer, length_buckets
 from engine.synthesis.kokoro.torch_model import BatchedKokoro, BatchItem, load_kmodel
 from engine.synthesis.kokoro.voices import VoiceBank, style_for
@@ -121,14 +121,8 @@ class KokoroTorch:
     def synthesize(self, batch: Sequence[SynthRequest]) -> list[Mono]:
         """Every request's parts in one pass of batches; each request's audio at 48 kHz."""
         per_request = [self._items(r) for r in batch]
-        flat = [it for items in per_request for it in items]
-        audio = self.run_items(flat)
-        out, k = [], 0
-        for items in per_request:
-            parts = audio[k : k + len(items)]
-            k += len(items)
-            out.append(to_engine_rate(np.concatenate(parts) if len(parts) > 1 else parts[0]))
-        return out
+        audio = self.run_items([it for items in per_request for it in items])
+        return join_parts([len(items) for items in per_request], audio)
 
     def stream(self, request: SynthRequest) -> Iterator[Mono]:
         """The first short clause group at once, then the rest in one batch."""
