@@ -199,12 +199,7 @@ class KokoroOnnx:
         return [np.asarray(wave[b, : int(n)], np.float32) for b, n in enumerate(samples)]
 
     def _parts(self, request: SynthRequest, first_tokens: int | None = None) -> list[Part]:
-        parts: list[Phonemized] = self.phonemizer.split(request.text, first_tokens=first_tokens)
-        if not parts:
-            raise SynthesisError(f"nothing to say in {request.text!r}")
-        style = self.bank.get(request.voice.voice_id)
-        speed = speed_for(request.voice.rate_wpm)
-        return [(p.tokens, style, speed) for p in parts]
+        return request_parts(request, self.phonemizer, self.bank, first_tokens)
 
     def stream(self, request: SynthRequest) -> Iterator[Mono]:
         """A short first clause group at once, then the rest (48 kHz): in one batch where
@@ -228,6 +223,18 @@ class KokoroOnnx:
 
     def close(self) -> None:
         self._session = None
+
+
+def request_parts(request: SynthRequest, phonemizer: Phonemizer, bank: VoiceBank,
+                  first_tokens: int | None = None) -> list[Part]:  # fmt: skip
+    """A request's clause groups (the first at most `first_tokens` long, if given), each with
+    the role's voice and speed; what both Kokoro backends voice."""
+    parts: list[Phonemized] = phonemizer.split(request.text, first_tokens=first_tokens)
+    if not parts:
+        raise SynthesisError(f"nothing to say in {request.text!r}")
+    style = bank.get(request.voice.voice_id)
+    speed = speed_for(request.voice.rate_wpm)
+    return [(p.tokens, style, speed) for p in parts]
 
 
 def to_engine_rate(audio: np.ndarray) -> Mono:

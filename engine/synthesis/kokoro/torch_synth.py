@@ -17,8 +17,8 @@ from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ
 from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
 from engine.synthesis.gpu import split_to_fit
-from engine.synthesis.kokoro.onnx_model import FIRST_CHUNK_TOKENS, join_parts, speed_for, to_engine_rate
-from engine.synthesis.kokoro.phonemes import Phonemized, Phonemizer, length_buckets
+from engine.synthesis.kokoro.onnx_model import FIRST_CHUNK_TOKENS, join_parts, request_parts, to_engine_rate
+from engine.synthesis.kokoro.phonemes import Phonemizer, length_buckets
 from engine.synthesis.kokoro.torch_model import BatchedKokoro, BatchItem, load_kmodel
 from engine.synthesis.kokoro.voices import VoiceBank, style_for
 
@@ -66,12 +66,9 @@ class KokoroTorch:
         return [VoiceInfo("kokoro", n, n, "", "") for n in self.bank.names()]
 
     def _items(self, request: SynthRequest, first_tokens: int | None = None) -> list[BatchItem]:
-        parts: list[Phonemized] = self.phonemizer.split(request.text, first_tokens=first_tokens)
-        if not parts:
-            raise SynthesisError(f"nothing to say in {request.text!r}")
-        style = self.bank.get(request.voice.voice_id)
-        speed = speed_for(request.voice.rate_wpm)
-        return [BatchItem(p.tokens, torch.from_numpy(style_for(style, len(p.tokens))), speed) for p in parts]
+        parts = request_parts(request, self.phonemizer, self.bank, first_tokens)
+        return [BatchItem(tokens, torch.from_numpy(style_for(style, len(tokens))), speed)
+                for tokens, style, speed in parts]  # fmt: skip
 
     def run_items(self, items: Sequence[BatchItem]) -> list[np.ndarray]:
         """24 kHz audio per item, batched by length bucket and split to fit the device."""
