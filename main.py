@@ -182,7 +182,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             service.load_script(args.script)
         if args.metrics_port:
             start_http_server(args.metrics_port, addr=args.host, registry=service.telemetry.registry)
-        uvicorn.run(create_app(service, token), host=args.host, port=args.port, log_level="warning")
+        # SIGTERM: requests still waiting get at most 3 s, so the server is gone within 5 s
+        uvicorn.run(create_app(service, token), host=args.host, port=args.port, log_level="warning",
+                    timeout_graceful_shutdown=3)  # fmt: skip
     finally:
         service.close()
     return 0

@@ -31,6 +31,17 @@ class SynthesisError(TroupeError):
 class QueueFull(TroupeError):
     """The synthesis queue stayed full for the whole submit timeout."""
 
+    retry_after_s = 1.0
+    """When trying again has a chance (an HTTP client gets it as Retry-After)."""
+
+
+class Overloaded(QueueFull):
+    """Refused or shed by admission control: it could not be voiced in time."""
+
+    def __init__(self, message: str, retry_after_s: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
 
 class AudioDeviceError(TroupeError):
     """No usable audio output device, or the device refused the stream settings."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -89,6 +90,11 @@ class Request:
     """Backend time the policy expects it to use up (set when it is queued)."""
     est_latency_s: float = 0.0
     """Time from dispatch to its audio the policy expects (set when it is queued)."""
+    give_up_s: float = math.inf
+    """How long past its deadline it is still worth voicing. Finite for a client that is
+    waiting (the speech server): the role-aware policy refuses such a request up front when
+    it could not start in time, and sheds it once that moment has passed. A show's lines
+    are never given up (infinite)."""
     on_done: Callable[[Request], None] | None = None
     """Called on the engine thread when the request ends (done, failed or shed)."""
 
@@ -97,6 +103,11 @@ class Request:
         """Spoken length estimated from the words and the voice's rate."""
         words = max(1, len(self.text.split()))
         return words * 60.0 / max(60, self.voice.rate_wpm) + 0.2
+
+    @property
+    def give_up_at_s(self) -> float:
+        """Clock time after which its audio is of no use to anyone."""
+        return self.deadline_s + self.give_up_s
 
     @property
     def latency_s(self) -> float:

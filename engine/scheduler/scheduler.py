@@ -8,15 +8,21 @@ append to a deque that the next tick drains.
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections import deque
-from collections.abc import Callable, Mapping
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from engine.core.errors import QueueFull
+from engine.core.errors import Overloaded, QueueFull
 from engine.scheduler.backend import Backend, Batch
-from engine.scheduler.policy import Policy, PolicyConfig, RoleAwarePolicy, make_policy
+from engine.scheduler.policy import PerBackend, Policy, PolicyConfig, make_policy
 from engine.scheduler.request import Clock, Request, RequestClass, State, monotonic
+from engine.scheduler.role_aware import RoleAwarePolicy
+
+log = logging.getLogger(__name__)
+SUBMIT_WAIT_S = 0.05
+"""How long a submit waits for room in a full queue before `QueueFull` (the backpressure bound)."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +53,18 @@ class SchedulerStats:
     fallback_on_deadline: int = 0
     deadline_misses: int = 0
     timeouts: int = 0
-    batch_sizes: list[int] = field(default_factory=list)
+    refused: int = 0
+    """Refused at submit by admission control (could not be voiced in time)."""
+    cancelled: int = 0
+    callback_errors: int = 0
+    """Exceptions raised by a request's `on_done` (logged; the loop goes on)."""
+    batch_sizes: Counter[int] = field(default_factory=Counter)
+    """How many batches of each size were dispatched (bounded, unlike a list of them)."""
+
+    @property
+    def mean_batch(self) -> float:
+        n = sum(self.batch_sizes.values())
+        return sum(k * v for k, v in self.batch_sizes.items()) / n if n else 0.0
 
 
 class Scheduler:
@@ -62,11 +79,9 @@ class Scheduler:
         self.config = config or SchedulerConfig()
         self.backends = dict(backends)
         self.clock = clock
-        self.policy: Policy = make_policy(self.config.policy, self.config.policy_config)
-        if isinstance(self.policy, RoleAwarePolicy):
-            self.policy.service_s = self._cost
-            self.policy.latency_s = self._latency
         self.weights: dict[str, float] = {}
+        self.policy = PerBackend(self._new_queue)
+        """One queue per backend, each ordered by the configured policy."""
         self.stats = SchedulerStats()
         self.wake = threading.Event()
         """Set on every arrival and completion, so the engine thread ticks at once."""
@@ -74,15 +89,35 @@ class Scheduler:
         self._completed: deque[Batch] = deque()
         self._inflight: list[Batch] = []
         self.on_batch: Callable[[Batch], None] | None = None
+        self.on_error: Callable[[Request, BaseException], None] | None = None
+        """Told of an exception in a request's `on_done` (after it is logged and counted)."""
+
+    def _new_queue(self) -> Policy:
+        policy = make_policy(self.config.policy, self.config.policy_config)
+        if isinstance(policy, RoleAwarePolicy):
+            policy.weights.update(self.weights)
+            policy.service_s = self._cost
+            policy.latency_s = self._latency
+        return policy
 
     # --- any thread ----------------------------------------------------------------
-    def submit(self, r: Request, timeout_s: float = 1.0) -> Request:
-        """Queue `r`; if the queue is full, shed far prefetch or wait up to `timeout_s`."""
+    def submit(self, r: Request, timeout_s: float = SUBMIT_WAIT_S) -> Request:
+        """Queue `r`. A request with a finite `give_up_s` that could not be voiced in time
+        is refused at once (`Overloaded`, with a Retry-After); if the queue is full, far
+        prefetch is shed or the submit waits up to `timeout_s`, then `QueueFull`."""
         if not r.backend:
             present = r.voice.backend in self.backends
             r.backend = r.voice.backend if present else self._default()
             r.fallback = r.fallback or not present  # cast to a backend not installed here
         with self._lock:
+            late_by = self.policy.admit(r, self.clock())
+            if late_by > 0:
+                self.stats.refused += 1
+                raise Overloaded(
+                    f"too busy to voice this line for {r.role} in time "
+                    f"(the work ahead of it needs {late_by:.1f} s more than it can wait)",
+                    retry_after_s=late_by,
+                )
             if len(self.policy) >= self.config.max_pending and not self._shed_one():
                 ok = self._lock.wait_for(
                     lambda: len(self.policy) < self.config.max_pending or self._shed_one(), timeout_s
@@ -134,16 +169,32 @@ class Scheduler:
         """Withdraw queued requests matching `predicate` (e.g. a re-cast role's lines)."""
         with self._lock:
             hits = [r for r in self.policy.pending() if predicate(r)]
-            for r in hits:
-                self.policy.discard(r)
+        return self.cancel_requests(hits)
+
+    def cancel_requests(self, requests: Iterable[Request]) -> int:
+        """Withdraw these requests (a client left, a re-take, a Stop): queued ones leave the
+        queue, in-flight ones have their audio dropped when it comes back. O(k)."""
+        n = 0
+        with self._lock:
+            for r in requests:
+                if r.state is State.QUEUED:
+                    self.policy.discard(r)
+                elif r.state is not State.DISPATCHED:
+                    continue  # already ended
                 r.state = State.CANCELLED
+                n += 1
+            self.stats.cancelled += n
             self._lock.notify_all()
-        return len(hits)
+        return n
 
     def set_weight(self, role: str, weight: float) -> None:
+        self.set_weights({role: weight})
+
+    def set_weights(self, weights: Mapping[str, float]) -> None:
+        """Change role weights live (any thread); queued work is re-ordered at once."""
         with self._lock:
-            self.weights[role] = weight
-            self.policy.reweight({role: weight})
+            self.weights.update(weights)
+            self.policy.reweight(weights)
         self.wake.set()
 
     def reindex(self) -> None:
@@ -169,10 +220,16 @@ class Scheduler:
         self.wake.clear()
         ended = self._drain()
         ended += self._check_timeouts()
-        self._dispatch()
+        ended += self._dispatch()
         for r in ended:
             if r.on_done is not None:
-                r.on_done(r)
+                try:
+                    r.on_done(r)
+                except Exception as exc:  # one request's callback never stops the others
+                    self.stats.callback_errors += 1
+                    log.exception("request %s (%s): completion callback failed", r.id, r.role)
+                    if self.on_error is not None:
+                        self.on_error(r, exc)
         return ended
 
     def _drain(self) -> list[Request]:
@@ -194,6 +251,8 @@ class Scheduler:
                 ended += self._failed(batch.requests, str(batch.error or "no audio"))
                 continue
             for r, audio in zip(batch.requests, batch.results, strict=True):
+                if r.state is State.CANCELLED:
+                    continue  # its client left while it was voiced: drop the audio
                 r.audio, r.state = audio, State.DONE
                 r.t_first_chunk = r.t_done = batch.t_end
                 self.stats.done += 1
@@ -204,6 +263,8 @@ class Scheduler:
     def _failed(self, requests: list[Request], error: str) -> list[Request]:
         ended = []
         for r in requests:
+            if r.state is State.CANCELLED:
+                continue
             r.attempts += 1
             r.error = error
             fb = self.config.fallback_backend
@@ -233,55 +294,57 @@ class Scheduler:
             ended += self._failed(batch.requests, f"{batch.backend} timed out")
         return ended
 
-    def _dispatch(self) -> None:
+    def _dispatch(self) -> list[Request]:
         with self._lock:
-            self.policy.refresh(self.clock())  # once a tick, so that no decision scans
+            now = self.clock()
+            shed = self.policy.expire(now)
+            for r in shed:
+                r.state, r.error = State.SHED, "shed under overload: it could not be voiced in time"
+            self.stats.shed += len(shed)
+            self.policy.refresh(now)  # once a tick, so that no decision scans
             for backend in self.backends.values():
-                while backend.free_slots > 0 and len(self.policy):
+                while backend.free_slots > 0 and self.policy.depth(backend.name):
                     batch = self._gather(backend)
                     if not batch:
                         break
                     self._start(backend, batch)
             self._lock.notify_all()
+        return shed
 
     def _gather(self, backend: Backend) -> list[Request]:
         now = self.clock()
-
-        def mine(r: Request) -> bool:
-            return r.backend == backend.name
-
-        head = self.policy.pop(now, mine)
-        if head is None:
-            return []
-        head = self._maybe_reroute(head, backend, now)
-        if head is None:
-            return self._gather(backend) if len(self.policy) else []
+        while True:  # lines this backend would voice too late move to the fallback's queue
+            head = self.policy.pop(backend.name, now)
+            if head is None:
+                return []
+            if not self._reroute(head, backend, now):
+                break
         batch = [head]
         if backend.max_batch > 1:
             bucket = backend.bucket(head)
 
             def fits(r: Request) -> bool:
-                return r.backend == backend.name and backend.bucket(r) == bucket
+                return backend.bucket(r) == bucket
 
             while len(batch) < backend.max_batch:
-                r = self.policy.pop(now, fits)
+                r = self.policy.pop(backend.name, now, fits)
                 if r is None:
                     break
                 batch.append(r)
         return batch
 
-    def _maybe_reroute(self, r: Request, backend: Backend, now: float) -> Request | None:
+    def _reroute(self, r: Request, backend: Backend, now: float) -> bool:
         """Send a line the slow backend cannot finish in time to the fast fallback."""
         fb_name = self.config.fallback_backend
         if not fb_name or fb_name == backend.name or fb_name not in self.backends:
-            return r
+            return False
         fb = self.backends[fb_name]
         if now + backend.estimate_s(r) > r.deadline_s >= now + fb.estimate_s(r):
             r.backend, r.fallback = fb_name, True
             self.stats.fallback_on_deadline += 1
             self.policy.push(r)
-            return None
-        return r
+            return True
+        return False
 
     def _start(self, backend: Backend, batch: list[Request]) -> None:
         now = self.clock()
@@ -289,7 +352,7 @@ class Scheduler:
             r.state = State.DISPATCHED
             r.t_dispatched = r.t_synth_start = now
         self.stats.dispatched += len(batch)
-        self.stats.batch_sizes.append(len(batch))
+        self.stats.batch_sizes[len(batch)] += 1
         self._inflight.append(backend.start(batch, self._complete))
 
     def close(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import math
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any, Literal
@@ -20,12 +21,15 @@ from starlette.concurrency import run_in_threadpool
 from engine.core.errors import CastError, QueueFull, ScriptError, TroupeError
 from engine.core.types import SAMPLE_RATE_HZ
 from engine.scheduler import RequestClass
-from engine.server.speech import MAX_TEXT_CHARS, SpeechService
+from engine.server.speech import MAX_TEXT_CHARS, SpeechService, cancel
 from engine.synthesis.base import Mono
 
 Format = Literal["wav", "flac", "pcm"]
 MEDIA = {"wav": "audio/wav", "flac": "audio/flac", "pcm": "audio/L16"}
 MAX_BODY_BYTES = 64 * 1024
+DISCONNECT_POLL_S = 0.1
+"""How often a waiting request checks that its client is still there."""
+OPEN_PATHS = ("/healthz", "/readyz")
 LIVE = RequestClass.SCRIPTED
 """HTTP requests compete by role weight and deadline (ad-libs would all be served FIFO first)."""
 
@@ -78,7 +82,7 @@ def create_app(service: SpeechService, token: str | None = None) -> FastAPI:
         length = request.headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
             return _error(413, f"request body over {MAX_BODY_BYTES} bytes")
-        if token and request.url.path != "/healthz":
+        if token and request.url.path not in OPEN_PATHS:
             given = request.headers.get("authorization", "")
             if not secrets.compare_digest(given.encode(), f"Bearer {token}".encode()):
                 return _error(401, "missing or wrong bearer token")
@@ -94,23 +98,37 @@ def create_app(service: SpeechService, token: str | None = None) -> FastAPI:
 
     @app.exception_handler(QueueFull)
     async def queue_full(_r: Request, exc: QueueFull) -> JSONResponse:
-        return _error(503, str(exc))
+        response = _error(503, str(exc))
+        response.headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after_s)))
+        return response
 
     @app.exception_handler(TroupeError)
     async def troupe_error(_r: Request, exc: TroupeError) -> JSONResponse:
         return _error(400 if "failed" not in str(exc) else 502, str(exc))
 
-    async def speak(role: str, text: str, speed: float) -> Mono:
+    async def speak(request: Request, role: str, text: str, speed: float) -> Mono:
         futures = service.submit(role, text, speed, LIVE)
-        parts = [await asyncio.wrap_future(f) for f in futures]
+        try:
+            parts = await _unless_disconnected(request, asyncio.gather(*map(asyncio.wrap_future, futures)))
+        finally:
+            cancel(futures)  # a client that left (or any error) withdraws what is still queued
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
     @app.get("/healthz")
-    async def healthz() -> dict[str, str]:
-        return {"status": "ok"}
+    async def healthz() -> Response:
+        if not service.healthy:
+            return _error(503, "the engine loop has stalled")
+        return JSONResponse({"status": "ok", "engine_errors": service.engine_errors})
+
+    @app.get("/readyz")
+    async def readyz() -> Response:
+        if not service.ready:
+            return _error(503, "not accepting work (engine stalled or queue full)")
+        return JSONResponse({"status": "ready", "queue_depth": service.scheduler.pending_count})
 
     @app.get("/tts", responses={200: {"content": {"audio/wav": {}}}})
     async def tts(
+        request: Request,
         role: Annotated[str, Query(min_length=1, max_length=64)],
         text: Annotated[str, Query(min_length=1, max_length=MAX_TEXT_CHARS)],
         format: Format = "wav",
@@ -118,22 +136,26 @@ def create_app(service: SpeechService, token: str | None = None) -> FastAPI:
         speed: Annotated[float, Query(ge=0.25, le=4.0)] = 1.0,
     ) -> Response:
         if not stream:
-            return Response(encode(await speak(role, text, speed), format), media_type=MEDIA[format])
+            audio = await speak(request, role, text, speed)
+            return Response(encode(audio, format), media_type=MEDIA[format])
         futures = service.submit(role, text, speed, LIVE)
 
         async def chunks() -> AsyncIterator[bytes]:
-            for f in futures:  # raw PCM16 chunks, in order, each as soon as it is voiced
-                yield encode(await asyncio.wrap_future(f), "pcm")
+            try:
+                for f in futures:  # raw PCM16 chunks, in order, each as soon as it is voiced
+                    yield encode(await asyncio.wrap_future(f), "pcm")
+            finally:
+                cancel(futures)  # the client left mid-stream: the rest is withdrawn
 
         headers = {"X-Sample-Rate": str(SAMPLE_RATE_HZ), "X-Channels": "1"}
         return StreamingResponse(chunks(), media_type="audio/L16", headers=headers)
 
     @app.post("/v1/audio/speech", responses={200: {"content": {"audio/wav": {}}}})
-    async def openai_speech(body: SpeechBody) -> Response:
+    async def openai_speech(request: Request, body: SpeechBody) -> Response:
         role = body.voice
         if role.upper() not in service.roles():
             service.add_role(role, **({"voice_id": role} if _is_voice(service, role) else {}))
-        audio = await speak(role, body.input, body.speed)
+        audio = await speak(request, role, body.input, body.speed)
         return Response(encode(audio, body.response_format), media_type=MEDIA[body.response_format])
 
     @app.get("/v1/voices")
@@ -165,6 +187,17 @@ def create_app(service: SpeechService, token: str | None = None) -> FastAPI:
         return Response(generate_latest(service.telemetry.registry), media_type=CONTENT_TYPE_LATEST)
 
     return app
+
+
+async def _unless_disconnected(request: Request, work: asyncio.Future[list[Mono]]) -> list[Mono]:
+    """Await `work`, cancelling it (and raising CancelledError) if the client goes away."""
+    while True:
+        done, _ = await asyncio.wait({work}, timeout=DISCONNECT_POLL_S)
+        if done:
+            return work.result()
+        if await request.is_disconnected():
+            work.cancel()
+            raise asyncio.CancelledError("client disconnected")
 
 
 def _is_voice(service: SpeechService, name: str) -> bool:

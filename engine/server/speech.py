@@ -4,14 +4,18 @@ on an arrival or a completion); HTTP handlers wait on futures."""
 
 from __future__ import annotations
 
+import logging
+import math
 import threading
-from concurrent.futures import Future
+import time
+from collections.abc import Iterable
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from engine.cast import Cast
-from engine.core.errors import CastError, ScriptError, SynthesisError, TroupeError
+from engine.core.errors import CastError, Overloaded, ScriptError, SynthesisError, TroupeError
 from engine.core.types import Role, Script, Voice
 from engine.metrics import AnomalyDetector
 from engine.scheduler import Request, RequestClass, Scheduler, SchedulerConfig, State
@@ -24,6 +28,9 @@ from engine.synthesis.espeak import espeak_variants, espeak_voices
 from engine.synthesis.text import split_chunks
 
 MAX_TEXT_CHARS = 4000
+STALL_S = 1.0
+"""The engine loop counts as stalled (`/healthz` 503) when it has not ticked for this long."""
+log = logging.getLogger("troupe.server")
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,10 @@ class SpeechSettings:
     policy: str = "role_aware"
     budget_s: float = 2.0
     """Deadline of a request: this long after it arrives (per chunk when streaming)."""
+    give_up_s: float = 2.0
+    """How long past its deadline a request may still be voiced. One that could not make it
+    is refused at once (503, Retry-After); one that was admitted and then fell behind
+    higher-weight work is shed (503). Infinite: queue without bound (the FIFO baseline)."""
     max_pending: int = 10_000
     neural: bool = True
     """Offer Kokoro voices (`kokoro:jf_alpha`) when the neural extra is installed."""
@@ -64,15 +75,40 @@ class SpeechService:
         """espeak-ng voice names and the language codes they answer to ('en', 'en-gb', ...)."""
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self.last_tick_s = time.monotonic()
+        """When the engine loop last went round (monotonic s); `/healthz` reads it."""
+        self.engine_errors = 0
+        self.scheduler.on_error = self._report
         self._thread = threading.Thread(target=self._run, name="troupe-server-engine", daemon=True)
         self._thread.start()
 
     # --- engine thread ----------------------------------------------------------------
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.scheduler.tick()
-            self.telemetry.tick()
+            try:
+                self.scheduler.tick()
+                self.telemetry.tick()
+            except Exception as exc:  # the loop outlives any one request's failure
+                log.exception("engine loop: a tick failed; going on")
+                self._report(None, exc)
+            self.last_tick_s = time.monotonic()
             self.scheduler.wake.wait(self.scheduler.config.tick_s)
+
+    def _report(self, r: Request | None, exc: BaseException) -> None:
+        self.engine_errors += 1
+        self.telemetry.engine_errors.inc()
+        if r is not None:
+            log.error("engine loop: trace %s (role %s) failed: %r", r.id, r.role, exc)
+
+    @property
+    def healthy(self) -> bool:
+        """The engine loop is alive and went round within the last second."""
+        return self._thread.is_alive() and time.monotonic() - self.last_tick_s <= STALL_S
+
+    @property
+    def ready(self) -> bool:
+        """Healthy and with room in the queue for new work."""
+        return self.healthy and self.scheduler.pending_count < self.scheduler.config.max_pending
 
     # --- roles ------------------------------------------------------------------------
     def roles(self) -> dict[str, Voice]:
@@ -167,29 +203,52 @@ class SpeechService:
         now = self.clock()
         futures: list[Future[Mono]] = []
         chunks = split_chunks(text) or [text]
-        for k, chunk in enumerate(chunks):
-            fut: Future[Mono] = Future()
-            r = Request(role_key(role), chunk, voice, now + self.settings.budget_s * (k + 1), klass,
-                        chunk=k, n_chunks=len(chunks))  # fmt: skip
-            r.on_done = lambda req, f=fut: self._done(req, f)
-            self.scheduler.submit(r, timeout_s=1.0)
-            futures.append(fut)
+        give_up = self.settings.give_up_s if self.scheduler.policy.name != "fifo" else math.inf
+        try:
+            for k, chunk in enumerate(chunks):
+                fut: Future[Mono] = Future()
+                r = Request(role_key(role), chunk, voice, now + self.settings.budget_s * (k + 1), klass,
+                            chunk=k, n_chunks=len(chunks), give_up_s=give_up)  # fmt: skip
+                r.on_done = lambda req, f=fut: self._done(req, f)
+                fut.add_done_callback(lambda f, req=r: f.cancelled() and self._withdraw([req]))
+                self.scheduler.submit(r)
+                futures.append(fut)
+        except TroupeError:
+            cancel(futures)  # all or nothing: the chunks already queued leave again
+            raise
         return futures
+
+    def _withdraw(self, requests: Iterable[Request]) -> None:
+        """A client cancelled (left, timed out): its queued chunks leave the queue and the
+        audio of those being voiced is dropped."""
+        self.scheduler.cancel_requests(requests)
 
     def _done(self, r: Request, fut: Future[Mono]) -> None:
         self.telemetry.observe_request(r)
-        if r.state is State.DONE and r.audio is not None:
-            fut.set_result(r.audio)
-        else:
-            fut.set_exception(TroupeError(f"synthesis failed for {r.role}: {r.error or r.state.value}"))
+        try:
+            if r.state is State.DONE and r.audio is not None:
+                fut.set_result(r.audio)
+            elif r.state is State.SHED:
+                fut.set_exception(Overloaded(f"too busy to voice this line for {r.role} in time; "
+                                             "it was shed", retry_after_s=self.settings.budget_s))  # fmt: skip
+            else:
+                fut.set_exception(TroupeError(f"synthesis failed for {r.role}: {r.error or r.state.value}"))
+        except InvalidStateError:
+            pass  # NB: the client cancelled between our check and here; nobody wants the audio
 
     def close(self) -> None:
         self._stop.set()
         self.scheduler.wake.set()
-        self._thread.join(5)
+        self._thread.join(1)
         self.scheduler.close()
         for b in self.scheduler.backends.values():
             b.synth.close()
+
+
+def cancel(futures: Iterable[Future[Mono]]) -> None:
+    """Cancel a request's chunk futures (each withdraws its chunk from the scheduler)."""
+    for f in futures:
+        f.cancel()
 
 
 def role_key(role: str) -> str:

@@ -4,6 +4,8 @@ this module costs nothing where torch is absent."""
 
 from __future__ import annotations
 
+import sys
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,10 +60,11 @@ class GpuMemory:
 
 
 def gpu_memory(index: int = 0) -> GpuMemory | None:
-    """Figures of CUDA device `index`, or None without torch or a GPU."""
-    try:
-        import torch
-    except ImportError:
+    """Figures of CUDA device `index`, or None without torch or a GPU. Torch is not imported
+    here: where no voice has loaded it, nothing runs on a GPU (and importing it would stall
+    the caller, an engine loop, for a second)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
         return None
     if not torch.cuda.is_available():
         return None

@@ -1,0 +1,311 @@
+"""The role-aware policy: the director's weights, deadlines, ageing and admission control.
+
+Order (a decision costs O(log n) at any depth; keys do not change with time):
+- ad-libs first (FIFO among them);
+- then the current speaker's next lines inside the continuity window, then the rest by
+  `weight * class_factor + age_rate * age`, but only while that keeps the nearest
+  deadlines feasible; otherwise the earliest deadline that can still be met (EDF). When the
+  queued deadlines cannot all be met whatever the order (overload), the weights decide. The age
+  term is additive, so a weight-1 role under a flood of weight-10 work is served once it
+  has waited (10 - 1) / age_rate seconds longer than them: nothing starves.
+  `weight + age_rate * (now - t_enqueued)` ranks like `weight - age_rate * t_enqueued`,
+  a key fixed at arrival (the `now` term is common to all).
+
+Overload (requests with a finite `give_up_s`, i.e. a client is waiting):
+- admission: a request is refused up front when the work queued at its weight or above
+  would not let it finish by `deadline + give_up_s` (the caller answers 503 with the
+  returned wait as Retry-After). A lead is admitted where a minor role is refused.
+- shedding: an admitted request that can no longer finish by that moment (higher-weight
+  work arrived after it) is shed at the next tick, so no admitted request waits without
+  bound and no backend time goes to audio nobody will hear.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import itertools
+import math
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+
+from engine.scheduler.policy import LOOKAHEAD, Accept, PolicyConfig, _Entries, _Slot, oldest_per_role
+from engine.scheduler.request import CLASS_FACTOR, Request, RequestClass
+
+_Entry = tuple[float, int, _Slot]
+
+
+class RoleAwarePolicy:
+    """Ad-libs first; otherwise the best request by weight, age and continuity, as long as
+    serving it leaves every queued deadline feasible (slack stealing); when it would not,
+    the earliest deadline that can still be met goes first.
+
+    The deadline order is a sorted list. The system's slack, min over queued deadlines of
+    (deadline - now - estimated work due before it), is computed by a scan of up to
+    `scan_limit` deadlines once per scheduler tick (`refresh`), and kept up to date in
+    between in O(1) (conservatively: it is only ever lowered by arrivals and by out-of-order
+    picks), so a decision never scans. `pop` refreshes by itself only when no tick has for
+    `stale_s` (a caller without a tick loop, such as a test).
+    """
+
+    name = "role_aware"
+    scan_limit = 2048
+    stale_s = 0.25
+
+    def __init__(self, config: PolicyConfig | None = None, weights: Mapping[str, float] | None = None):
+        self.config = config or PolicyConfig()
+        self.weights: dict[str, float] = dict(weights or {})
+        self.service_s: Callable[[Request], float] = lambda r: 0.0
+        """Estimated backend time a request costs (throughput-based); set by the scheduler."""
+        self.latency_s: Callable[[Request], float] = lambda r: 0.0
+        """Estimated time from dispatch to its audio (a whole batch, for batched backends)."""
+        self.last_role: str | None = None
+        self.last_deadline_s = 0.0
+        self._run = 0
+        self._clear()
+
+    def _clear(self) -> None:
+        self._e = _Entries()
+        self._adlib: deque[_Slot] = deque()
+        self._edf: list[_Entry] = []
+        self._prio: list[_Entry] = []
+        self._by_role: dict[str, list[_Entry]] = {}
+        self._oldest: dict[str, deque[_Slot]] = {}
+        self._expiry: list[_Entry] = []
+        self._cost_at: dict[float, float] = {}
+        """Queued backend time by effective weight (ad-libs at +inf): what admission sums."""
+        self._slack, self._slack_at, self._work = float("inf"), -float("inf"), 0.0
+
+    def _weight(self, r: Request) -> float:
+        if r.klass is RequestClass.ADLIB:
+            return math.inf
+        return self.weights.get(r.role, r.voice.weight) * CLASS_FACTOR[r.klass]
+
+    def _key(self, r: Request) -> float:
+        w = self.weights.get(r.role, r.voice.weight) * CLASS_FACTOR[r.klass]
+        return -(w - self.config.age_rate_per_s * r.t_enqueued)
+
+    # --- queueing ------------------------------------------------------------------
+    def _estimate(self, r: Request) -> tuple[float, float]:
+        cost = self.service_s(r)
+        return cost, max(cost, self.latency_s(r))
+
+    def push(self, r: Request) -> None:
+        # NB: estimates are taken once per queueing; a reindex (re-weight, seek) renews them
+        cost, r.est_latency_s = self._estimate(r)
+        r.est_cost_s = cost
+        now = r.t_enqueued
+        if r.deadline_s - now - cost >= 0:  # deadlines after it lose `cost`; its own slack >= ...
+            own = r.deadline_s - now - self._work - cost + (now - self._slack_at)
+            self._slack = min(self._slack - cost, own)
+            self._work += cost
+        slot = self._e.issue(r)
+        slot.weight, slot.cost = self._weight(r), cost
+        self._cost_at[slot.weight] = self._cost_at.get(slot.weight, 0.0) + cost
+        if r.klass is RequestClass.ADLIB:
+            self._adlib.append(slot)
+        bisect.insort(self._edf, (r.deadline_s, slot.seq, slot), key=lambda e: (e[0], e[1]))
+        heapq.heappush(self._prio, (self._key(r), slot.seq, slot))
+        heapq.heappush(self._by_role.setdefault(r.role, []), (r.deadline_s, slot.seq, slot))
+        self._oldest.setdefault(r.role, deque()).append(slot)
+        if math.isfinite(r.give_up_s):
+            heapq.heappush(self._expiry, (r.give_up_at_s, slot.seq, slot))
+
+    def admit(self, r: Request, now: float) -> float:
+        """0 when `r` can finish by its give-up time behind the work that would go before it
+        (queued at its weight or above; ageing ignored), else how long that work needs to
+        drain (a Retry-After). O(distinct weights)."""
+        if not math.isfinite(r.give_up_s):
+            return 0.0
+        _, latency = self._estimate(r)
+        w = self._weight(r)
+        ahead = sum(c for v, c in self._cost_at.items() if v >= w)
+        late_by = now + ahead + latency - r.give_up_at_s
+        return max(0.0, late_by)
+
+    def expire(self, now: float) -> list[Request]:
+        """Take out the requests that can no longer finish by their give-up time."""
+        out = []
+        while self._expiry:  # NB: re-read each time: retiring may compact (rebuild) it
+            at, _, slot = self._expiry[0]
+            r = slot.r
+            if r is not None and at - now >= r.est_latency_s:
+                break
+            heapq.heappop(self._expiry)
+            if r is not None:
+                self._retire(r)
+                out.append(r)
+        return out
+
+    def _retire(self, r: Request) -> None:
+        slot = self._e.retire(r)
+        if slot is None:
+            return
+        left = self._cost_at.get(slot.weight, 0.0) - slot.cost
+        if left > 1e-12:
+            self._cost_at[slot.weight] = left
+        else:
+            self._cost_at.pop(slot.weight, None)
+        self._compact()
+
+    def _top(self, heap: list[_Entry]) -> Request | None:
+        while heap:
+            r = heap[0][2].r
+            if r is not None:
+                return r
+            heapq.heappop(heap)
+        return None
+
+    # --- deadlines -----------------------------------------------------------------
+    def refresh(self, now: float) -> None:
+        """Recompute the system's slack from the nearest `scan_limit` deadlines."""
+        self._drop_front(now)
+        slack, work, seen, keep = float("inf"), 0.0, 0, []
+        edf = self._edf
+        k = 0
+        for k, entry in enumerate(edf):
+            if seen >= self.scan_limit:
+                k -= 1
+                break
+            r = entry[2].r
+            if r is None:
+                continue
+            d, cost, lat = entry[0], r.est_cost_s, r.est_latency_s
+            if d - now - lat < 0:
+                continue  # cannot be met any more: it is served by weight, not urgency
+            keep.append(entry)
+            work += cost
+            # its audio arrives a batch latency after its share of the work is done
+            slack = min(slack, d - now - work - (lat - cost))
+            seen += 1
+        edf[: k + 1] = keep  # garbage and lost deadlines leave the deadline order
+        self._slack, self._slack_at, self._work = slack, now, work
+
+    def _drop_front(self, now: float) -> None:
+        edf, n = self._edf, 0
+        while n < len(edf):
+            d, _, slot = edf[n]
+            if slot.r is not None and d - now - slot.r.est_latency_s >= 0:
+                break
+            n += 1
+        if n:
+            del edf[:n]
+
+    def _urgent(self, now: float) -> Request | None:
+        """The earliest deadline that can still be met."""
+        self._drop_front(now)
+        return self._edf[0][2].r if self._edf else None
+
+    def _budget(self, now: float) -> float:
+        return self._slack - (now - self._slack_at)
+
+    # --- serving -------------------------------------------------------------------
+    def _preferred(self) -> Iterator[Request]:
+        """Requests in the order the director's weights (and continuity) want them."""
+        if self.last_role is not None and self._run < self.config.continuity_max_run:
+            nxt = self._top(self._by_role.get(self.last_role, []))
+            if nxt is not None and nxt.deadline_s <= self.last_deadline_s + self.config.continuity_s:
+                yield nxt
+        best = self._top(self._prio)
+        if best is not None:
+            yield best
+
+    def _next_adlib(self, accept: Accept | None) -> Request | None:
+        while self._adlib and self._adlib[0].r is None:
+            self._adlib.popleft()
+        first = self._adlib[0].r if self._adlib else None
+        return first if first is not None and (accept is None or accept(first)) else None
+
+    def pop(self, now: float, accept: Accept | None = None) -> Request | None:
+        adlib = self._next_adlib(accept)
+        if adlib is not None:
+            return self._take(adlib)
+        if now - self._slack_at > self.stale_s:
+            self.refresh(now)
+        urgent = self._urgent(now)
+        budget = self._budget(now)
+        for r in self._preferred():
+            if accept is not None and not accept(r):
+                continue
+            # serve the preferred request only if every queued deadline stays feasible; when
+            # they cannot all be met anyway (overload), earliest-deadline-first would only
+            # spread the misses over everyone (and onto the lead): the weights decide
+            if urgent is None or r is urgent or r.est_cost_s <= budget or budget < 0:
+                self._slack += r.est_cost_s if r is urgent else -r.est_cost_s
+                return self._take(r)
+            break
+        if urgent is not None and (accept is None or accept(urgent)):
+            # NB: the time it takes is no longer work ahead of the later deadlines, so their
+            # slack does not shrink by it (the budget counts elapsed time as lost)
+            self._slack += urgent.est_cost_s
+            return self._take(urgent)
+        if accept is None:
+            return None
+        for _, _, slot in _best_first(self._prio, LOOKAHEAD):  # a batch-mate that fits
+            if slot.r is not None and accept(slot.r):
+                return self._take(slot.r)
+        return None
+
+    def _take(self, r: Request) -> Request:
+        self._work = max(0.0, self._work - r.est_cost_s)
+        self._run = self._run + 1 if r.role == self.last_role else 0
+        self.last_role, self.last_deadline_s = r.role, r.deadline_s
+        self._retire(r)  # its entries in every structure are stale from now on
+        return r
+
+    def _compact(self) -> None:
+        if len(self._prio) > 2 * self._e.live + LOOKAHEAD:
+            self.reindex()
+
+    def discard(self, r: Request) -> bool:
+        if r.id not in self._e.slots:
+            return False
+        self._retire(r)
+        return True
+
+    def __len__(self) -> int:
+        return self._e.live
+
+    def pending(self) -> Iterator[Request]:
+        return iter(self._e.in_order())
+
+    def reweight(self, weights: Mapping[str, float]) -> None:
+        self.weights.update(weights)
+        self.reindex()
+
+    def reindex(self) -> None:
+        """Rebuild every structure from the live requests (after weights or deadlines change)."""
+        live = self._e.in_order()  # keep arrival order
+        self._clear()
+        for r in live:
+            self.push(r)
+
+    def role_priorities(self, now: float, roles: Mapping[str, float]) -> dict[str, float]:
+        """Each role's current priority (its most urgent request), 0 for an idle role; O(roles)."""
+        out = dict.fromkeys(roles, 0.0)
+        rate = self.config.age_rate_per_s
+        adlib_roles = {s.r.role for s in itertools.islice(self._adlib, 64) if s.r is not None}
+        for role, oldest in oldest_per_role(self._oldest):
+            p = self.weights.get(role, oldest.voice.weight) + rate * (now - oldest.t_enqueued)
+            first = self._top(self._by_role.get(role, []))
+            if first is not None and first.deadline_s - now <= self.config.risk_window_s:
+                p += 10.0 * (1.0 - max(0.0, first.deadline_s - now) / self.config.risk_window_s)
+            if role in adlib_roles:
+                p += 100.0
+            out[role] = p
+        return out
+
+
+def _best_first(heap: list[_Entry], limit: int) -> Iterator[_Entry]:
+    """Up to `limit` entries of a binary heap in order, in O(limit log limit), heap untouched."""
+    if not heap:
+        return
+    frontier = [(heap[0][0], heap[0][1], 0)]
+    for _ in range(limit):
+        if not frontier:
+            return
+        _, _, i = heapq.heappop(frontier)
+        yield heap[i]
+        for c in (2 * i + 1, 2 * i + 2):
+            if c < len(heap):
+                heapq.heappush(frontier, (heap[c][0], heap[c][1], c))
