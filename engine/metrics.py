@@ -32,6 +32,11 @@ class Rolling:
         self._trim()
         return [v for _, v in self._q]
 
+    def timed(self) -> list[tuple[float, float]]:
+        """(time, value) of the samples in the window."""
+        self._trim()
+        return list(self._q)
+
     def percentile(self, q: float) -> float:
         vals = self.values()
         return float(np.percentile(vals, q)) if vals else float("nan")

@@ -2,8 +2,8 @@
 
 from engine.scheduler.backend import Backend, Batch
 from engine.scheduler.policy import FifoPolicy, PerBackend, PolicyConfig, make_policy
-from engine.scheduler.role_aware import RoleAwarePolicy
 from engine.scheduler.request import Clock, Request, RequestClass, State
+from engine.scheduler.role_aware import RoleAwarePolicy
 from engine.scheduler.scheduler import Scheduler, SchedulerConfig, SchedulerStats
 
 __all__ = [

@@ -71,7 +71,7 @@ class Policy(Protocol):
 class _Slot:
     """A request's place in a policy's structures; `r` is None once it has left."""
 
-    __slots__ = ("r", "seq", "weight", "cost")
+    __slots__ = ("cost", "r", "seq", "weight")
 
     def __init__(self, r: Request, seq: int) -> None:
         self.r: Request | None = r

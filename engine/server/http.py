@@ -7,7 +7,7 @@ import asyncio
 import io
 import math
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from engine.core.errors import CastError, QueueFull, ScriptError, TroupeError
 from engine.core.types import SAMPLE_RATE_HZ
@@ -70,6 +71,33 @@ def encode(audio: Mono, fmt: str) -> bytes:
     return buf.getvalue()
 
 
+class Guard:
+    """Body size and bearer token, checked before any route runs. A plain ASGI middleware:
+    it leaves `receive` untouched, so a route can see its client disconnect."""
+
+    def __init__(self, app: ASGIApp, token: str | None = None) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            problem = self._check(Request(scope))
+            if problem is not None:
+                await problem(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    def _check(self, request: Request) -> JSONResponse | None:
+        length = request.headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
+            return _error(413, f"request body over {MAX_BODY_BYTES} bytes")
+        if self.token and request.url.path not in OPEN_PATHS:
+            given = request.headers.get("authorization", "")
+            if not secrets.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
+                return _error(401, "missing or wrong bearer token")
+        return None
+
+
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": {"message": message, "status": status}}, status_code=status)
 
@@ -77,16 +105,7 @@ def _error(status: int, message: str) -> JSONResponse:
 def create_app(service: SpeechService, token: str | None = None) -> FastAPI:
     app = FastAPI(title="Troupe speech server", version="1")
 
-    @app.middleware("http")
-    async def guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
-            return _error(413, f"request body over {MAX_BODY_BYTES} bytes")
-        if token and request.url.path not in OPEN_PATHS:
-            given = request.headers.get("authorization", "")
-            if not secrets.compare_digest(given.encode(), f"Bearer {token}".encode()):
-                return _error(401, "missing or wrong bearer token")
-        return await call_next(request)
+    app.add_middleware(Guard, token=token)
 
     @app.exception_handler(CastError)
     async def cast_error(_r: Request, exc: CastError) -> JSONResponse:
@@ -184,6 +203,7 @@ def create_app(service: SpeechService, token: str | None = None) -> FastAPI:
 
     @app.get("/metrics")
     async def metrics() -> Response:
+        service.telemetry.update_windows()
         return Response(generate_latest(service.telemetry.registry), media_type=CONTENT_TYPE_LATEST)
 
     return app

@@ -15,16 +15,29 @@ from prometheus_client.parser import text_string_to_metric_families
 from engine.core.errors import TroupeError
 
 
+BACKOFF_MAX_S = 5.0
+"""While the server does not answer, the live probe retries at most this far apart."""
+
+
 @dataclass
 class ProbeSnapshot:
     priorities: dict[str, float] = field(default_factory=dict)
+    """Each role's priority as the server's active policy ranks it."""
     queue_depth: float = 0.0
     requests_total: float = 0.0
     p50_ms: float = float("nan")
+    """Over the last 10 s (requests done in that window)."""
     p95_ms: float = float("nan")
+    p99_ms: float = float("nan")
+    p95_60s_ms: float = float("nan")
+    """Over the last 60 s."""
+    p95_lifetime_ms: float = float("nan")
+    """Since the server started (from the histogram)."""
     throughput_rps: float = float("nan")
     deadline_misses: float = 0.0
+    refused: float = 0.0
     anomalies: float = 0.0
+    engine_errors: float = 0.0
     t: float = 0.0
 
 
@@ -43,10 +56,17 @@ def fetch(url: str, token: str | None = None, timeout_s: float = 5.0) -> ProbeSn
 def parse(text: str) -> ProbeSnapshot:
     snap = ProbeSnapshot(t=time.monotonic())
     buckets: dict[float, float] = {}
+    windows: dict[tuple[str, str], float] = {}
     for family in text_string_to_metric_families(text):
         for s in family.samples:
-            if s.name == "role_priority":
+            if s.name == "troupe_role_priority":
                 snap.priorities[s.labels["role"]] = s.value
+            elif s.name == "troupe_request_latency_window_seconds":
+                windows[(s.labels["window"], s.labels["quantile"])] = s.value * 1000
+            elif s.name == "troupe_requests_refused_total":
+                snap.refused = s.value
+            elif s.name == "troupe_engine_errors_total":
+                snap.engine_errors = s.value
             elif s.name == "troupe_queue_depth":
                 snap.queue_depth = s.value
             elif s.name == "troupe_requests_total":
@@ -58,7 +78,10 @@ def parse(text: str) -> ProbeSnapshot:
             elif s.name == "troupe_request_latency_seconds_bucket":
                 le = float(s.labels["le"])
                 buckets[le] = buckets.get(le, 0.0) + s.value
-    snap.p50_ms, snap.p95_ms = (quantile(buckets, q) * 1000 for q in (0.5, 0.95))
+    nan = float("nan")
+    snap.p50_ms, snap.p95_ms, snap.p99_ms = (windows.get(("10s", q), nan) for q in ("0.5", "0.95", "0.99"))
+    snap.p95_60s_ms = windows.get(("60s", "0.95"), nan)
+    snap.p95_lifetime_ms = quantile(buckets, 0.95) * 1000
     return snap
 
 
@@ -111,23 +134,37 @@ def live(url: str, interval_s: float, token: str | None, duration_s: float = 0.0
         for role, p in sorted(s.priorities.items(), key=lambda kv: -kv[1]):
             table.add_row(role, f"{p:.1f}", ProgressBar(total=top, completed=p))
         figures = Table.grid(padding=(0, 3))
-        figures.add_row(f"queue {s.queue_depth:.0f}", f"p50 {s.p50_ms:.0f} ms", f"p95 {s.p95_ms:.0f} ms",
+        figures.add_row(f"queue {s.queue_depth:.0f}", f"p50 {s.p50_ms:.0f} ms (10 s)",
+                        f"p95 {s.p95_ms:.0f} ms (10 s) {s.p95_60s_ms:.0f} ms (60 s)",
                         f"{s.throughput_rps:.1f} req/s", f"misses {s.deadline_misses:.0f}",
-                        f"anomalies {s.anomalies:.0f}")  # fmt: skip
+                        f"refused {s.refused:.0f}", f"anomalies {s.anomalies:.0f}")  # fmt: skip
         return Group(table, figures)
 
-    prev = fetch(url, token)
     end = time.monotonic() + duration_s if duration_s else math.inf
-    with Live(view(prev), refresh_per_second=max(1, round(1 / interval_s))) as screen:
+    prev: ProbeSnapshot | None = None
+    wait_s, down = interval_s, False
+    with Live(view(ProbeSnapshot()), auto_refresh=False) as screen:  # drawn only on a reading
         while time.monotonic() < end:
-            time.sleep(interval_s)
             try:
-                cur = with_rate(prev, fetch(url, token))
+                cur = fetch(url, token, timeout_s=max(1.0, interval_s))
             except TroupeError as exc:
-                screen.console.print(f"[red]{exc}")
+                if not down:  # said once per outage, not once per attempt
+                    screen.console.print(f"[red]{exc}; retrying, backing off up to {BACKOFF_MAX_S:g} s")
+                down, wait_s = True, backoff(wait_s)
+                time.sleep(min(wait_s, max(0.0, end - time.monotonic())))
                 continue
-            screen.update(view(cur))
+            if down:
+                screen.console.print(f"[green]{url} answers again")
+            down, wait_s = False, interval_s
+            cur = with_rate(prev, cur) if prev is not None else cur
+            screen.update(view(cur), refresh=True)
             prev = cur
+            time.sleep(interval_s)
+
+
+def backoff(wait_s: float) -> float:
+    """The next wait while the server does not answer: doubling, up to `BACKOFF_MAX_S`."""
+    return min(BACKOFF_MAX_S, max(wait_s * 2, 0.2))
 
 
 def parse_interval(text: str) -> float:

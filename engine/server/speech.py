@@ -4,6 +4,7 @@ on an arrival or a completion); HTTP handlers wait on futures."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import threading
@@ -209,8 +210,8 @@ class SpeechService:
                 fut: Future[Mono] = Future()
                 r = Request(role_key(role), chunk, voice, now + self.settings.budget_s * (k + 1), klass,
                             chunk=k, n_chunks=len(chunks), give_up_s=give_up)  # fmt: skip
-                r.on_done = lambda req, f=fut: self._done(req, f)
-                fut.add_done_callback(lambda f, req=r: f.cancelled() and self._withdraw([req]))
+                r.on_done = functools.partial(self._done, fut=fut)
+                fut.add_done_callback(functools.partial(self._withdraw, r=r))
                 self.scheduler.submit(r)
                 futures.append(fut)
         except TroupeError:
@@ -218,10 +219,11 @@ class SpeechService:
             raise
         return futures
 
-    def _withdraw(self, requests: Iterable[Request]) -> None:
-        """A client cancelled (left, timed out): its queued chunks leave the queue and the
-        audio of those being voiced is dropped."""
-        self.scheduler.cancel_requests(requests)
+    def _withdraw(self, fut: Future[Mono], r: Request) -> None:
+        """A client cancelled (left, timed out): its queued chunk leaves the queue, or the
+        audio of one being voiced is dropped."""
+        if fut.cancelled():
+            self.scheduler.cancel_requests([r])
 
     def _done(self, r: Request, fut: Future[Mono]) -> None:
         self.telemetry.observe_request(r)
@@ -229,8 +231,8 @@ class SpeechService:
             if r.state is State.DONE and r.audio is not None:
                 fut.set_result(r.audio)
             elif r.state is State.SHED:
-                fut.set_exception(Overloaded(f"too busy to voice this line for {r.role} in time; "
-                                             "it was shed", retry_after_s=self.settings.budget_s))  # fmt: skip
+                message = f"too busy to voice this line for {r.role} in time; it was shed"
+                fut.set_exception(Overloaded(message, retry_after_s=self.settings.budget_s))
             else:
                 fut.set_exception(TroupeError(f"synthesis failed for {r.role}: {r.error or r.state.value}"))
         except InvalidStateError:

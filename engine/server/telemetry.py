@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import logging
+import math
 import time
 from typing import TYPE_CHECKING
 
+import numpy as np
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from engine.metrics import Rolling
 from engine.scheduler import Request, State
 from engine.scheduler.backend import Batch
 from engine.server.tracing import make_tracer
@@ -19,24 +22,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("troupe.server")
 GPU_EVERY_S = 1.0
 """The allocator snapshot behind the fragmentation figure is too costly for every tick."""
-LATENCY_BUCKETS_S = (
-    0.005,
-    0.01,
-    0.025,
-    0.05,
-    0.075,
-    0.1,
-    0.15,
-    0.2,
-    0.3,
-    0.5,
-    0.75,
-    1.0,
-    1.5,
-    2.5,
-    5.0,
-    10.0,
-)
+LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.5,
+                     5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 320.0)  # fmt: skip
+"""Up to the worst wait an unbounded (FIFO) queue produced under overload in the benchmarks;
+with admission control a request waits at most its budget plus the give-up tolerance."""
+WINDOWS_S = (10.0, 60.0)
+"""Rolling windows of the latency quantiles (besides the lifetime histogram)."""
+QUANTILES = (0.5, 0.95, 0.99)
 
 
 class Telemetry:
@@ -46,22 +38,32 @@ class Telemetry:
         self.service = service
         self.registry = CollectorRegistry()
         r = self.registry
-        self.latency = Histogram("troupe_request_latency_seconds", "Arrival to audio done, per request",
-                                 ["role", "klass"], buckets=LATENCY_BUCKETS_S, registry=r)  # fmt: skip
+        self.latency = Histogram("troupe_request_latency_seconds", "Arrival to audio done",
+                                 ["role", "request_class"], buckets=LATENCY_BUCKETS_S,
+                                 registry=r)  # fmt: skip
+        self.window = Gauge("troupe_request_latency_window_seconds",
+                            "Latency quantiles of the requests done in the last window",
+                            ["window", "quantile"], registry=r)  # fmt: skip
+        self._recent = Rolling(max(WINDOWS_S), time.monotonic)
         self.queue_wait = Histogram("troupe_queue_wait_seconds", "Arrival to dispatch", ["role"],
                                     buckets=LATENCY_BUCKETS_S, registry=r)  # fmt: skip
         self.requests = Counter(
-            "troupe_requests", "Requests that ended", ["role", "klass", "state"], registry=r
+            "troupe_requests", "Requests that ended", ["role", "request_class", "state"], registry=r
         )
+        self.engine_errors = Counter(
+            "troupe_engine_errors", "Exceptions the engine loop survived", registry=r
+        )
+        self.refused = Counter("troupe_requests_refused", "Requests refused by admission control", registry=r)
+        self.cancelled = Counter("troupe_requests_cancelled", "Requests withdrawn (client left)", registry=r)
+        self._seen = {"refused": 0, "cancelled": 0}
         self.queue_depth = Gauge("troupe_queue_depth", "Requests waiting in the scheduler", registry=r)
         self.batch_size = Histogram("troupe_batch_size", "Requests per dispatched batch", ["backend"],
                                     buckets=(1, 2, 4, 8, 16, 32, 64), registry=r)  # fmt: skip
-        self.rtf = Gauge(
-            "troupe_synthesis_rtf", "Seconds of compute per second of audio", ["backend"], registry=r
-        )
-        self.priority = Gauge(
-            "role_priority", "Each role's current scheduling priority", ["role"], registry=r
-        )
+        self.rtf = Gauge("troupe_synthesis_real_time_ratio", "Seconds of compute per second of audio",
+                         ["backend"], registry=r)  # fmt: skip
+        self.priority = Gauge("troupe_role_priority",
+                              "Each role's priority as the active policy ranks it (FIFO: seconds waited)",
+                              ["role"], registry=r)  # fmt: skip
         self.misses = Counter("troupe_deadline_misses", "Requests done after their deadline", registry=r)
         self.fallbacks = Counter(
             "troupe_fallbacks", "Lines voiced by the fallback backend", ["reason"], registry=r
@@ -69,7 +71,13 @@ class Telemetry:
         self.anomalies = Counter("troupe_anomalies", "Requests slower than 1.8x the stage's p99", ["stage"],
                                  registry=r)  # fmt: skip
         self._fallback_seen = {"failure": 0, "deadline": 0}
-        self.gpu = Gauge("troupe_gpu", "GPU figures where one exists", ["figure"], registry=r)
+        self.gpu_bytes = Gauge(
+            "troupe_gpu_memory_bytes", "GPU memory where one is used", ["kind"], registry=r
+        )
+        self.gpu_fragmentation = Gauge("troupe_gpu_fragmentation_ratio",
+                                       "1 - largest free block / free memory in segments",
+                                       registry=r)  # fmt: skip
+        self.gpu_utilisation = Gauge("troupe_gpu_utilisation_ratio", "GPU busy time", registry=r)
         self._gpu_at = -GPU_EVERY_S
         self.tracer = make_tracer()
 
@@ -78,6 +86,8 @@ class Telemetry:
         if self.tracer is not None:
             self.tracer.record(req)
         klass = req.klass.name.lower()
+        if req.state is State.DONE:
+            self._recent.add(req.t_done - req.t_enqueued)
         self.requests.labels(req.role, klass, req.state.value).inc()
         if req.state is not State.DONE:
             return
@@ -115,20 +125,36 @@ class Telemetry:
             if count > self._fallback_seen[reason]:
                 self.fallbacks.labels(reason).inc(count - self._fallback_seen[reason])
                 self._fallback_seen[reason] = count
+        for name, counter, count in (("refused", self.refused, stats.refused),
+                                     ("cancelled", self.cancelled, stats.cancelled)):  # fmt: skip
+            if count > self._seen[name]:
+                counter.inc(count - self._seen[name])
+                self._seen[name] = count
         now = time.monotonic()
         if now - self._gpu_at >= GPU_EVERY_S:
             self._gpu_at = now
             self._gpu_figures()
 
+    def update_windows(self) -> None:
+        """Latency quantiles over each rolling window (what the probe shows as 'now'); run
+        at each scrape. NB: `timed` copies the deque in one step, so the engine thread may
+        append meanwhile."""
+        now = time.monotonic()
+        samples = self._recent.timed()
+        for window_s in WINDOWS_S:
+            values = [v for t, v in samples if t >= now - window_s]
+            qs = np.quantile(values, QUANTILES) if values else [math.nan] * len(QUANTILES)
+            for q, v in zip(QUANTILES, qs, strict=True):
+                self.window.labels(f"{window_s:g}s", f"{q:g}").set(float(v))
+
     def _gpu_figures(self) -> None:
         mem = gpu_memory()
         if mem is None:
             return
-        figures = {"allocated_bytes": mem.allocated_bytes, "reserved_bytes": mem.reserved_bytes,
-                   "total_bytes": mem.total_bytes, "free_bytes": mem.free_bytes,
-                   "largest_free_block_bytes": mem.largest_free_block_bytes,
-                   "fragmentation": mem.fragmentation}  # fmt: skip
+        for kind, value in (("allocated", mem.allocated_bytes), ("reserved", mem.reserved_bytes),
+                            ("total", mem.total_bytes), ("free", mem.free_bytes),
+                            ("largest_free_block", mem.largest_free_block_bytes)):  # fmt: skip
+            self.gpu_bytes.labels(kind).set(value)
+        self.gpu_fragmentation.set(mem.fragmentation)
         if mem.utilisation_pct is not None:
-            figures["utilisation_pct"] = mem.utilisation_pct
-        for name, value in figures.items():
-            self.gpu.labels(name).set(value)
+            self.gpu_utilisation.set(mem.utilisation_pct / 100)

@@ -5,7 +5,6 @@ this module costs nothing where torch is absent."""
 from __future__ import annotations
 
 import sys
-
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,7 +68,7 @@ def gpu_memory(index: int = 0) -> GpuMemory | None:
     if not torch.cuda.is_available():
         return None
     free, total = torch.cuda.mem_get_info(index)
-    blocks = _free_blocks(torch.cuda.memory_snapshot())  # type: ignore[no-untyped-call]
+    blocks = _free_blocks(torch.cuda.memory_snapshot())
     free_in_segments = sum(blocks)
     largest = max(blocks, default=0)
     frag = 1.0 - largest / free_in_segments if free_in_segments else 0.0

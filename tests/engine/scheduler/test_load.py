@@ -20,7 +20,7 @@ def _two_backends(clock: ManualClock, **cfg) -> tuple[Scheduler, RecordingSynth,
 
 
 def test_a_backlog_on_one_backend_never_starves_the_other(clock: ManualClock) -> None:
-    s, slow, fast = _two_backends(clock, max_pending=20_000)
+    s, slow, _fast = _two_backends(clock, max_pending=20_000)
     s.set_weight("LEAD", 5)
     gate = slow.gate = __import__("threading").Event()  # the neural backend is busy
     for k in range(1000):
@@ -33,10 +33,12 @@ def test_a_backlog_on_one_backend_never_starves_the_other(clock: ManualClock) ->
 
 
 def test_three_thousand_reroutes_in_one_tick_do_not_recurse(clock: ManualClock) -> None:
-    s, slow, fast = _two_backends(clock, max_pending=20_000)
+    s, _slow, _fast = _two_backends(clock, max_pending=20_000)
     s.backends["kokoro"].rtf = 50.0  # far too slow for these deadlines ...
     s.backends["espeak"].rtf = 0.001  # ... which the fallback can still make
-    lines = [s.submit(req("HERO", f"line {k}", backend="kokoro", deadline=clock() + 5.0)) for k in range(3000)]
+    lines = [
+        s.submit(req("HERO", f"line {k}", backend="kokoro", deadline=clock() + 5.0)) for k in range(3000)
+    ]
     s.tick()  # used to recurse once per re-route and die with RecursionError
     assert s.stats.fallback_on_deadline == 3000
     assert all(r.backend == "espeak" and r.fallback for r in lines)
@@ -44,7 +46,7 @@ def test_three_thousand_reroutes_in_one_tick_do_not_recurse(clock: ManualClock) 
 
 
 def test_a_failing_completion_callback_does_not_stop_the_others(clock: ManualClock) -> None:
-    s, _, fast = _two_backends(clock)
+    s, _, _fast = _two_backends(clock)
     seen: list[int] = []
     errors: list[BaseException] = []
     s.on_error = lambda r, exc: errors.append(exc)
@@ -142,7 +144,7 @@ def test_scheduler_raises_overloaded_with_a_retry_after(clock: ManualClock) -> N
     s.backends["espeak"].cost_per_audio_s = 1.0
     with_give_up = []
     try:
-        for k in range(100):
+        for _k in range(100):
             r = req("EXTRA", "a line of a few words here", backend="espeak", deadline=clock() + 2.0)
             r.give_up_s = 1.0
             with_give_up.append(s.submit(r))
@@ -156,7 +158,12 @@ def test_the_policy_references_no_request_once_it_has_left(clock: ManualClock) -
     p = RoleAwarePolicy(weights={"A": 3})
     refs = []
     for k in range(500):
-        r = req("A", f"line {k}", deadline=clock() + k, klass=RequestClass.ADLIB if k % 7 == 0 else RequestClass.SCRIPTED)
+        r = req(
+            "A",
+            f"line {k}",
+            deadline=clock() + k,
+            klass=RequestClass.ADLIB if k % 7 == 0 else RequestClass.SCRIPTED,
+        )
         r.t_enqueued = clock()
         r.give_up_s = 100.0
         p.push(r)

@@ -83,7 +83,7 @@ def test_failure_retries_once_then_falls_back_to_espeak(clock: ManualClock) -> N
     broken = RecordingSynth("neural", fail=True)
     s = _sched(clock, Backend(broken, clock=clock), Backend(EspeakSynthesizer(), clock=clock))
     r = s.submit(req("HERO", "The show must go on.", backend="neural"))
-    ok = s.submit(req("HERO", "And this one too.", backend="espeak"))
+    s.submit(req("HERO", "And this one too.", backend="espeak"))
     ended = run_until_idle(s)
     assert len(broken.calls) == 2  # first try and one retry
     assert r.state is State.DONE and r.fallback and r.backend == "espeak"

@@ -115,10 +115,12 @@ def test_metrics_parse_and_carry_role_priority(live_server: LiveServer) -> None:
     )
     text = httpx.get(f"{live_server.url}/metrics").text
     names = {s.name for f in text_string_to_metric_families(text) for s in f.samples}
-    assert {"role_priority", "troupe_queue_depth", "troupe_request_latency_seconds_bucket",
-            "troupe_batch_size_count", "troupe_synthesis_rtf", "troupe_requests_total"} <= names  # fmt: skip
+    assert {"troupe_role_priority", "troupe_queue_depth", "troupe_request_latency_seconds_bucket",
+            "troupe_batch_size_count", "troupe_synthesis_real_time_ratio", "troupe_requests_total",
+            "troupe_engine_errors_total", "troupe_requests_refused_total"} <= names  # fmt: skip
+    assert not any("klass" in line for line in text.splitlines())  # one naming convention
     roles = {s.labels["role"] for f in text_string_to_metric_families(text) for s in f.samples
-             if s.name == "role_priority"}  # fmt: skip
+             if s.name == "troupe_role_priority"}  # fmt: skip
     assert "HERO" in roles
 
 

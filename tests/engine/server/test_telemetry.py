@@ -70,3 +70,24 @@ def test_request_span_has_a_child_per_stage() -> None:
     assert abs((root.end_time - root.start_time) / 1e9 - 0.4) < 1e-6
     assert abs((spans["queued"].end_time - spans["queued"].start_time) / 1e9 - 0.1) < 1e-6
     tracer.close()
+
+
+def test_live_probe_backs_off_and_stays_cheap_while_the_server_is_down(capsys) -> None:  # type: ignore[no-untyped-def]
+    import socket
+    import time
+
+    from engine.server.probe import BACKOFF_MAX_S, backoff, live
+
+    waits = [0.1]
+    for _ in range(8):
+        waits.append(backoff(waits[-1]))
+    assert waits[1] > waits[0] and waits[-1] == BACKOFF_MAX_S
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}"
+    cpu0 = time.process_time()
+    live(url, 0.1, None, duration_s=3.0)
+    cpu_s = time.process_time() - cpu0
+    out = capsys.readouterr().out
+    assert out.count("cannot reach") == 1  # one message per outage, not ten a second
+    assert cpu_s < 0.3 * 3.0  # generous: backing off, it mostly sleeps
