@@ -14,7 +14,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from engine.core.errors import TroupeError
 
-
 BACKOFF_MAX_S = 5.0
 """While the server does not answer, the live probe retries at most this far apart."""
 
