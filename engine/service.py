@@ -8,6 +8,7 @@ engine thread, and state comes back as immutable `EngineSnapshot`s (see DESIGN.m
 from __future__ import annotations
 
 import contextlib
+import logging
 import queue
 import threading
 from collections.abc import Callable, Iterable
@@ -40,6 +41,8 @@ from engine.script import load_script
 from engine.show import Show
 from engine.synthesis.espeak import EspeakSynthesizer, espeak_variants, espeak_voices
 from engine.synthesis.router import Router
+
+log = logging.getLogger("troupe.engine")
 
 T = TypeVar("T")
 HISTORY_COLUMNS = 600
@@ -156,6 +159,8 @@ class Engine:
         self._latency_points: list[tuple[float, float, bool]] = []
         self._stop = threading.Event()
         self._wake = threading.Event()
+        self.engine_errors = 0
+        """Exceptions the engine loop survived (each also reported in the banner)."""
         self._thread = threading.Thread(target=self._run, name="troupe-engine", daemon=True)
         self._thread.start()
 
@@ -163,20 +168,27 @@ class Engine:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                while True:
-                    self._commands.get_nowait()()
-            except queue.Empty:
-                pass
-            if self.show is not None:
-                try:
-                    self.show.tick()
-                except TroupeError as exc:
-                    self.messages.put(str(exc))
-            if self.output is not None:
-                self.output.sync_controls()
-            self._record()
+                self._turn()
+            except TroupeError as exc:
+                self.messages.put(str(exc))
+            except Exception as exc:  # the show goes on: report it, never die silently
+                self.engine_errors += 1
+                log.exception("engine loop: a turn failed; going on")
+                self.messages.put(f"internal error in the engine (it keeps running): {exc!r}")
             self._wake.wait(0.005)
             self._wake.clear()
+
+    def _turn(self) -> None:
+        try:
+            while True:
+                self._commands.get_nowait()()
+        except queue.Empty:
+            pass
+        if self.show is not None:
+            self.show.tick()
+        if self.output is not None:
+            self.output.sync_controls()
+        self._record()
 
     def call(self, fn: Callable[[], T], timeout_s: float = 10.0) -> T:
         """Run `fn` on the engine thread and return its result (or raise its error)."""
@@ -200,6 +212,10 @@ class Engine:
                 fn()
             except TroupeError as exc:
                 self.messages.put(str(exc))
+            except Exception as exc:
+                self.engine_errors += 1
+                log.exception("engine command failed")
+                self.messages.put(f"internal error in the engine (it keeps running): {exc!r}")
 
         self._commands.put(run)
         self._wake.set()
