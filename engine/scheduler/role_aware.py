@@ -170,7 +170,10 @@ class RoleAwarePolicy:
             r = entry[2].r
             if r is None:
                 continue
-            d, cost, lat = entry[0], r.est_cost_s, r.est_latency_s
+            # NB: renewed each tick, as the backend's measured speed settles
+            cost, lat = self._estimate(r)
+            r.est_cost_s, r.est_latency_s = cost, lat
+            d = entry[0]
             if d - now - lat < 0:
                 continue  # cannot be met any more: it is served by weight, not urgency
             keep.append(entry)
@@ -201,12 +204,15 @@ class RoleAwarePolicy:
 
     # --- serving -------------------------------------------------------------------
     def _preferred(self) -> Iterator[Request]:
-        """Requests in the order the director's weights (and continuity) want them."""
+        """Requests in the order the director's weights (and continuity) want them. The
+        current speaker's next line goes first only over roles of no higher weight:
+        continuity groups a speaker's lines, it never overrides the director's weights."""
+        best = self._top(self._prio)
         if self.last_role is not None and self._run < self.config.continuity_max_run:
             nxt = self._top(self._by_role.get(self.last_role, []))
-            if nxt is not None and nxt.deadline_s <= self.last_deadline_s + self.config.continuity_s:
+            if (nxt is not None and nxt.deadline_s <= self.last_deadline_s + self.config.continuity_s
+                    and (best is None or self._weight(nxt) >= self._weight(best))):  # fmt: skip
                 yield nxt
-        best = self._top(self._prio)
         if best is not None:
             yield best
 

@@ -116,13 +116,22 @@ def test_fifo_starves_nobody_but_ignores_weight(clock: ManualClock) -> None:
 
 
 def test_continuity_keeps_the_current_speaker_together(clock: ManualClock) -> None:
+    p = RoleAwarePolicy(PolicyConfig(continuity_s=0.3, risk_window_s=0.1), {"A": 5, "B": 5})
+    t = clock()
+    _push(p, clock, req("B", "b1", deadline=t + 10.1), req("A", "a1", deadline=t + 10.0),
+          req("A", "a2", deadline=t + 10.2), req("A", "a3", deadline=t + 12.0))  # fmt: skip
+    p.last_role, p.last_deadline_s = "A", t + 9.9  # A is speaking now
+    # b1 has waited longest, but a1 and a2 are inside A's continuity window; a3 is not
+    assert _drain(p, clock) == ["a1", "a2", "b1", "a3"]
+
+
+def test_continuity_never_overrides_a_higher_weight(clock: ManualClock) -> None:
     p = RoleAwarePolicy(PolicyConfig(continuity_s=0.3, risk_window_s=0.1), {"A": 5, "B": 6})
     t = clock()
     _push(p, clock, req("A", "a1", deadline=t + 10.0), req("B", "b1", deadline=t + 10.1),
-          req("A", "a2", deadline=t + 10.2), req("A", "a3", deadline=t + 12.0))  # fmt: skip
-    p.last_role, p.last_deadline_s = "A", t + 9.9  # A is speaking now
-    # a1 and a2 are inside A's continuity window; a3 is not, so B's weight wins next
-    assert _drain(p, clock) == ["a1", "a2", "b1", "a3"]
+          req("A", "a2", deadline=t + 10.2))  # fmt: skip
+    p.last_role, p.last_deadline_s = "A", t + 9.9
+    assert _drain(p, clock) == ["b1", "a1", "a2"]
 
 
 def test_reweight_applies_live(clock: ManualClock) -> None:
