@@ -2,10 +2,11 @@
 
 Order (a decision costs O(log n) at any depth; keys do not change with time):
 - ad-libs first (FIFO among them);
-- then the current speaker's next lines inside the continuity window, then the rest by
-  `weight * class_factor + age_rate * age`, but only while that keeps the nearest
-  deadlines feasible; otherwise the earliest deadline that can still be met (EDF). When the
-  queued deadlines cannot all be met whatever the order (overload), the weights decide. The age
+- then the current speaker's next lines inside the continuity window, then the role
+  ranked first by `weight * class_factor + age_rate * age` (its earliest line), but only
+  while that keeps the nearest deadlines feasible; otherwise the earliest deadline that can
+  still be met (EDF). When the queued deadlines cannot all be met whatever the order
+  (overload), the lowest weights are deferred until the rest can (see `refresh`). The age
   term is additive, so a weight-1 role under a flood of weight-10 work is served once it
   has waited (10 - 1) / age_rate seconds longer than them: nothing starves.
   `weight + age_rate * (now - t_enqueued)` ranks like `weight - age_rate * t_enqueued`,
@@ -29,6 +30,7 @@ import math
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 
+from engine.scheduler.cost_index import CostIndex
 from engine.scheduler.policy import LOOKAHEAD, Accept, PolicyConfig, _Entries, _Slot, oldest_per_role
 from engine.scheduler.request import CLASS_FACTOR, Request, RequestClass
 
@@ -72,8 +74,8 @@ class RoleAwarePolicy:
         self._by_role: dict[str, list[_Entry]] = {}
         self._oldest: dict[str, deque[_Slot]] = {}
         self._expiry: list[_Entry] = []
-        self._cost_at: dict[float, float] = {}
-        """Queued backend time by effective weight (ad-libs at +inf): what admission sums."""
+        self._costs = CostIndex()
+        """Queued backend time by effective weight (ad-libs at +inf) and deadline."""
         self._slack, self._slack_at, self._work = float("inf"), -float("inf"), 0.0
 
     def _weight(self, r: Request) -> float:
@@ -101,7 +103,7 @@ class RoleAwarePolicy:
             self._work += cost
         slot = self._e.issue(r)
         slot.weight, slot.cost = self._weight(r), cost
-        self._cost_at[slot.weight] = self._cost_at.get(slot.weight, 0.0) + cost
+        self._costs.add(slot.weight, r.deadline_s, cost)
         if r.klass is RequestClass.ADLIB:
             self._adlib.append(slot)
         bisect.insort(self._edf, (r.deadline_s, slot.seq, slot), key=lambda e: (e[0], e[1]))
@@ -113,13 +115,13 @@ class RoleAwarePolicy:
 
     def admit(self, r: Request, now: float) -> float:
         """0 when `r` can finish by its give-up time behind the work that would go before it
-        (queued at its weight or above; ageing ignored), else how long that work needs to
-        drain (a Retry-After). O(distinct weights)."""
+        (queued at its weight or above and due by then; lower weights are deferred first
+        under overload, later deadlines wait for it), else how long that work needs to
+        drain (a Retry-After). O(weights x log n)."""
         if not math.isfinite(r.give_up_s):
             return 0.0
         _, latency = self._estimate(r)
-        w = self._weight(r)
-        ahead = sum(c for v, c in self._cost_at.items() if v >= w)
+        ahead = self._costs.ahead(self._weight(r), r.give_up_at_s)
         late_by = now + ahead + latency - r.give_up_at_s
         return max(0.0, late_by)
 
@@ -141,11 +143,7 @@ class RoleAwarePolicy:
         slot = self._e.retire(r)
         if slot is None:
             return
-        left = self._cost_at.get(slot.weight, 0.0) - slot.cost
-        if left > 1e-12:
-            self._cost_at[slot.weight] = left
-        else:
-            self._cost_at.pop(slot.weight, None)
+        self._costs.add(slot.weight, r.deadline_s, -slot.cost)
         self._compact()
 
     def _top(self, heap: list[_Entry]) -> Request | None:
@@ -158,30 +156,50 @@ class RoleAwarePolicy:
 
     # --- deadlines -----------------------------------------------------------------
     def refresh(self, now: float) -> None:
-        """Recompute the system's slack from the nearest `scan_limit` deadlines."""
+        """Recompute the system's slack from the nearest `scan_limit` deadlines.
+
+        When they cannot all be met (overload), the lowest-weight requests (the longest
+        first among equals) are deferred until the rest can (Moore and Hodgson's rule,
+        weighted): they leave the deadline order and are served by weight when the slack
+        allows, or shed at their give-up time. Earliest-deadline-first over what is left
+        then meets every deadline in it, the lead's included."""
+        if self._costs.out_of_range:
+            self.reindex()  # the deadline index needs a new base (a server up for hours)
         self._drop_front(now)
-        slack, work, seen, keep = float("inf"), 0.0, 0, []
         edf = self._edf
-        k = 0
+        kept: list[_Entry] = []
+        victims: list[tuple[float, float, int, _Entry]] = []
+        deferred: set[int] = set()
+        work, k = 0.0, 0
         for k, entry in enumerate(edf):
-            if seen >= self.scan_limit:
+            if len(kept) >= self.scan_limit:
                 k -= 1
                 break
             r = entry[2].r
             if r is None:
                 continue
-            # NB: renewed each tick, as the backend's measured speed settles
-            cost, lat = self._estimate(r)
+            cost, lat = self._estimate(r)  # NB: renewed each tick, as measured speed settles
             r.est_cost_s, r.est_latency_s = cost, lat
-            d = entry[0]
-            if d - now - lat < 0:
+            if entry[0] - now - lat < 0:
                 continue  # cannot be met any more: it is served by weight, not urgency
-            keep.append(entry)
+            kept.append(entry)
             work += cost
+            heapq.heappush(victims, (entry[2].weight, -cost, entry[1], entry))
             # its audio arrives a batch latency after its share of the work is done
-            slack = min(slack, d - now - work - (lat - cost))
-            seen += 1
-        edf[: k + 1] = keep  # garbage and lost deadlines leave the deadline order
+            while entry[0] - now - work - (lat - cost) < 0 and victims:
+                _, neg_cost, seq, victim = heapq.heappop(victims)
+                deferred.add(seq)
+                work += neg_cost
+                if victim is entry:
+                    break
+        keep = [e for e in kept if e[1] not in deferred]
+        edf[: k + 1] = keep  # garbage, lost and deferred deadlines leave the deadline order
+        slack, work = float("inf"), 0.0
+        for d, _, slot in keep:
+            r = slot.r
+            assert r is not None
+            work += r.est_cost_s
+            slack = min(slack, d - now - work - (r.est_latency_s - r.est_cost_s))
         self._slack, self._slack_at, self._work = slack, now, work
 
     def _drop_front(self, now: float) -> None:
@@ -208,6 +226,8 @@ class RoleAwarePolicy:
         current speaker's next line goes first only over roles of no higher weight:
         continuity groups a speaker's lines, it never overrides the director's weights."""
         best = self._top(self._prio)
+        if best is not None:  # the weights (and age) pick the role; its lines go in order
+            best = self._top(self._by_role[best.role]) or best
         if self.last_role is not None and self._run < self.config.continuity_max_run:
             nxt = self._top(self._by_role.get(self.last_role, []))
             if (nxt is not None and nxt.deadline_s <= self.last_deadline_s + self.config.continuity_s
@@ -233,10 +253,9 @@ class RoleAwarePolicy:
         for r in self._preferred():
             if accept is not None and not accept(r):
                 continue
-            # serve the preferred request only if every queued deadline stays feasible; when
-            # they cannot all be met anyway (overload), earliest-deadline-first would only
-            # spread the misses over everyone (and onto the lead): the weights decide
-            if urgent is None or r is urgent or r.est_cost_s <= budget or budget < 0:
+            # serve the preferred request only if every deadline still in the deadline
+            # order stays feasible (under overload, `refresh` deferred the lowest weights)
+            if urgent is None or r is urgent or r.est_cost_s <= budget:
                 self._slack += r.est_cost_s if r is urgent else -r.est_cost_s
                 return self._take(r)
             break
