@@ -154,7 +154,7 @@ def main() -> None:
     )
     ap.add_argument("--backends", nargs="+", default=["espeak", "gpu_model"])
     ap.add_argument("--give-up", type=float, default=0.1,
-                    help="how long past its deadline a client waits (share of the deadline span)")  # fmt: skip
+                    help="how long past its deadline a client waits (share of deadline span)")  # fmt: skip
     args = ap.parse_args()
     pool = EspeakPool(2)
     pool.synthesize([SynthRequest("warm up", Voice())] * 2)

@@ -1,14 +1,14 @@
 """Queued backend time by weight and deadline, so admission asks "how much work would go
-before this request" in O(log n) (a Fenwick tree per weight over 50 ms deadline bins)."""
+before this request" in O(log n) (a Fenwick tree per weight over 250 ms deadline bins)."""
 
 from __future__ import annotations
 
 import math
 from array import array
 
-RESOLUTION_S = 0.05
-BINS = 1 << 17
-"""About 1.8 hours of deadlines at 50 ms; later ones count in the last bin (conservative),
+RESOLUTION_S = 0.25
+BINS = 1 << 14
+"""About 1.1 hours of deadlines at 250 ms; later ones count in the last bin (conservative),
 and the policy rebuilds the index on a new base when that happens."""
 PAST_S = 60.0
 """The first deadline seen sits this far above the base, so earlier ones still have bins."""

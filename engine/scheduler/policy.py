@@ -22,7 +22,7 @@ from typing import Protocol
 from engine.scheduler.request import Request
 
 Accept = Callable[[Request], bool]
-LOOKAHEAD = 64
+LOOKAHEAD = 8
 """How far past the best candidates a batch-filling pop looks for one that fits the batch."""
 
 

@@ -106,7 +106,7 @@ class RoleAwarePolicy:
         self._costs.add(slot.weight, r.deadline_s, cost)
         if r.klass is RequestClass.ADLIB:
             self._adlib.append(slot)
-        bisect.insort(self._edf, (r.deadline_s, slot.seq, slot), key=lambda e: (e[0], e[1]))
+        bisect.insort(self._edf, (r.deadline_s, slot.seq, slot))  # NB: seq is unique: slots never compared
         heapq.heappush(self._prio, (self._key(r), slot.seq, slot))
         heapq.heappush(self._by_role.setdefault(r.role, []), (r.deadline_s, slot.seq, slot))
         self._oldest.setdefault(r.role, deque()).append(slot)
@@ -144,7 +144,6 @@ class RoleAwarePolicy:
         if slot is None:
             return
         self._costs.add(slot.weight, r.deadline_s, -slot.cost)
-        self._compact()
 
     def _top(self, heap: list[_Entry]) -> Request | None:
         while heap:
@@ -165,6 +164,7 @@ class RoleAwarePolicy:
         then meets every deadline in it, the lead's included."""
         if self._costs.out_of_range:
             self.reindex()  # the deadline index needs a new base (a server up for hours)
+        self._compact()
         self._drop_front(now)
         edf = self._edf
         kept: list[_Entry] = []
@@ -279,8 +279,29 @@ class RoleAwarePolicy:
         return r
 
     def _compact(self) -> None:
-        if len(self._prio) > 2 * self._e.live + LOOKAHEAD:
-            self.reindex()
+        """Drop stale entries (requests that left) once they outnumber the live ones; run by
+        the tick, never inside a decision. O(n), no re-keying."""
+        if len(self._prio) <= 3 * self._e.live + 1024:
+            return
+        live = lambda e: e[2].r is not None  # noqa: E731
+        self._prio = list(filter(live, self._prio))
+        heapq.heapify(self._prio)
+        self._expiry = list(filter(live, self._expiry))
+        heapq.heapify(self._expiry)
+        for role, heap in list(self._by_role.items()):
+            kept = list(filter(live, heap))
+            if kept:
+                heapq.heapify(kept)
+                self._by_role[role] = kept
+            else:
+                del self._by_role[role]
+        for role, slots in list(self._oldest.items()):
+            alive = deque(s for s in slots if s.r is not None)
+            if alive:
+                self._oldest[role] = alive
+            else:
+                del self._oldest[role]
+        self._adlib = deque(s for s in self._adlib if s.r is not None)
 
     def discard(self, r: Request) -> bool:
         if r.id not in self._e.slots:

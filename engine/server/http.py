@@ -4,6 +4,7 @@ scripts, `/metrics`. Bad input gets a 4xx with a JSON body, never a 500."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import math
 import secrets
@@ -28,8 +29,6 @@ from engine.synthesis.base import Mono
 Format = Literal["wav", "flac", "pcm"]
 MEDIA = {"wav": "audio/wav", "flac": "audio/flac", "pcm": "audio/L16"}
 MAX_BODY_BYTES = 64 * 1024
-DISCONNECT_POLL_S = 0.1
-"""How often a waiting request checks that its client is still there."""
 OPEN_PATHS = ("/healthz", "/readyz")
 LIVE = RequestClass.SCRIPTED
 """HTTP requests compete by role weight and deadline (ad-libs would all be served FIFO first)."""
@@ -106,6 +105,10 @@ def create_app(service: SpeechService, token: str | None = None) -> FastAPI:
     app = FastAPI(title="Troupe speech server", version="1")
 
     app.add_middleware(Guard, token=token)
+
+    @app.exception_handler(ClientGone)
+    async def client_gone(_r: Request, _exc: ClientGone) -> Response:
+        return Response(status_code=499)  # nobody reads it: the connection is closed
 
     @app.exception_handler(CastError)
     async def cast_error(_r: Request, exc: CastError) -> JSONResponse:
@@ -209,15 +212,30 @@ def create_app(service: SpeechService, token: str | None = None) -> FastAPI:
     return app
 
 
+class ClientGone(Exception):
+    """The client hung up while its speech was being made."""
+
+
 async def _unless_disconnected(request: Request, work: asyncio.Future[list[Mono]]) -> list[Mono]:
-    """Await `work`, cancelling it (and raising CancelledError) if the client goes away."""
-    while True:
-        done, _ = await asyncio.wait({work}, timeout=DISCONNECT_POLL_S)
-        if done:
-            return work.result()
-        if await request.is_disconnected():
-            work.cancel()
-            raise asyncio.CancelledError("client disconnected")
+    """Await `work`; if the client hangs up first, cancel it and raise `ClientGone`. The
+    hang-up is seen at once: a task waits on the connection's own disconnect message."""
+    gone = asyncio.ensure_future(_disconnected(request))
+    waiting: list[asyncio.Future[Any]] = [work, gone]
+    try:
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+    if work.done():
+        return work.result()
+    work.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await work  # collects the cancellation, so nothing is left unretrieved
+    raise ClientGone
+
+
+async def _disconnected(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 def _is_voice(service: SpeechService, name: str) -> bool:
