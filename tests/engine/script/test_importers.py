@@ -132,7 +132,11 @@ def test_empty(testdata: Path) -> None:
 def test_unknown_format(tmp_path: Path) -> None:
     f = tmp_path / "show.docx"
     f.write_bytes(b"PK\x03\x04")
-    with pytest.raises(ScriptError, match=r"unknown format '\.docx'"):
+    with pytest.raises(
+        ScriptError,
+        match=r"cannot read '\.docx' files; export it from your writing app as "
+        r"Fountain \(\.fountain\) or Final Draft \(\.fdx\)",
+    ):
         load_script(f)
 
 
