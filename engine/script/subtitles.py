@@ -41,6 +41,7 @@ _SBV_TIMING = re.compile(r"^\s*(\d{1,2}:\d{2}:\d{2}\.\d{3})\s*,\s*(\d{1,2}:\d{2}
 _SRT_STAMP = SubripFormat.TIMESTAMP
 _WORD_TIMING = re.compile(r"<\d{2}:\d{2}[:.]|<c[.>]")
 _INLINE_TIME = re.compile(r"<\d{1,4}(?::\d{2}){1,2}[.,]\d{1,3}>")
+_BRACES = re.compile(r"\{[^{}]*\}")
 _DRAWING = re.compile(r"\{[^{}]*\\p[1-9]")
 _SENTENCE_END = tuple(".?!…\"'”»)]♪-—")
 _NOT_SPEECH_STYLES = ("sign", "song", "karaoke", "lyric")
@@ -83,7 +84,8 @@ def _prepare_timed(path: Path, text: str, fmt: str) -> tuple[str, list[int]]:
         block_start = n == 0 or not lines[n - 1].strip()
         if not line.strip():
             skipping = False
-            keep.append("")
+            if keep and keep[-1]:  # one blank line: pysubs2 backtracks over a long run of them
+                keep.append("")
         elif skipping:
             continue
         elif fmt == "vtt" and block_start and line.split(" ", 1)[0] in ("NOTE", "STYLE", "REGION"):
@@ -134,6 +136,19 @@ def _microdvd_lines(text: str) -> list[int]:
     return found
 
 
+def _guard_microdvd(text: str) -> str:
+    # pysubs2's style-code patterns ('{Y:i}', '{f:...}') are quadratic on codes left open;
+    # styles are not spoken, so every '{...}' after the frame numbers goes before it parses.
+    out = []
+    for line in text.split("\n"):
+        m = MICRODVD_LINE.match(line)
+        if m:
+            body = _BRACES.sub("", m.group(3)).replace("{", "").replace("}", "")
+            line = line[: m.start(3)] + (body or " ")
+        out.append(line)
+    return "\n".join(out)
+
+
 def _guard_ass(text: str) -> str:
     # pysubs2's section-heading pattern is quadratic on a '[' line with no ']': such a
     # line can never be a heading, so it is blanked before pysubs2 sees it.
@@ -150,7 +165,7 @@ def _load(path: Path, text: str, fmt: str) -> list[_Event]:
     elif fmt in ("ass", "ssa"):
         source, lines, parser = _guard_ass(text), _ass_event_lines(text), fmt
     else:
-        source, lines, parser = text, _microdvd_lines(text), "microdvd"
+        source, lines, parser = _guard_microdvd(text), _microdvd_lines(text), "microdvd"
     try:
         subs = pysubs2.SSAFile.from_string(source, format_=parser, keep_html_tags=True)
     except pysubs2.exceptions.UnknownFPSError:
