@@ -140,3 +140,12 @@ def test_notes_and_boneyard_unclosed(tmp_path: Path) -> None:
     text = "BOB\nHello [[a note]] there.\n\nANN\nA /* kept because never closed.\n\nBOB\n[[open note\n"
     s = load_script(_write(tmp_path, text))
     assert [c.text for c in s.cues] == ["Hello there.", "A / kept because never closed.", "[[open note"]
+
+
+def test_afterwriting_cyrillic_file() -> None:
+    s = load_script(DATA / "afterwriting_cyrillic.fountain")
+    assert list(s.roles) == ["МАШA"]
+    assert s.title == "Лорем ипсум"
+    (cue,) = s.cues
+    assert cue.hints == ("солута",)
+    assert len(cue.text.split()) == 23  # screenplain 0.12 reads the same 23 words
