@@ -7,10 +7,10 @@ from pathlib import Path
 from engine.core.errors import ScriptError
 from engine.core.types import Script
 from engine.script.common import read_text
+from engine.script.detect import sniff
 from engine.script.fdx import parse_fdx
 from engine.script.fountain import parse_fountain
 from engine.script.plaintext import match_line, parse_plaintext
-from engine.script.sniff import sniff
 from engine.script.subtitles import parse_subtitles
 from engine.script.tabular import parse_tabular
 

@@ -45,6 +45,7 @@ _BRACES = re.compile(r"\{[^{}]*\}")
 _DRAWING = re.compile(r"\{[^{}]*\\p[1-9]")
 _SENTENCE_END = tuple(".?!…\"'”»)]♪-—")
 _NOT_SPEECH_STYLES = ("sign", "song", "karaoke", "lyric")
+_TIMED = ("srt", "vtt", "sbv")
 _EXPECTED = {
     "srt": "'HH:MM:SS,mmm --> HH:MM:SS,mmm'",
     "vtt": "'[HH:]MM:SS.mmm --> [HH:]MM:SS.mmm'",
@@ -57,7 +58,10 @@ class _Event:
     end_s: float
     text: str
     line: int
+    """The timing line (SRT, WebVTT, SBV) or the event line (ASS, MicroDVD); 0 if unknown."""
     actor: str
+    text_offset: int = 0
+    """Lines from `line` to where the words start."""
 
 
 def format_srt_time(t: float) -> str:
@@ -177,7 +181,7 @@ def _load(path: Path, text: str, fmt: str) -> list[_Event]:
     if len(subs.events) != len(lines):
         lines = [0] * len(subs.events)  # the library skipped or added a line: no numbers
     return [
-        _Event(ev.start / 1000, ev.end / 1000, ev.text, n, ev.name.strip())
+        _Event(ev.start / 1000, ev.end / 1000, ev.text, n, ev.name.strip(), int(fmt in _TIMED and n > 0))
         for ev, n in zip(subs.events, lines, strict=True)
         if ev.type == "Dialogue"
         and not _DRAWING.search(ev.text)
@@ -222,7 +226,7 @@ def parse_subtitles(path: Path, text: str, fmt: str) -> Script:
             )
         reading = read_cue(ev.text, trusted)
         for found in reading.descriptions:
-            builder.annotate(found, ev.line, ev.start_s, ev.end_s)
+            builder.annotate(found, ev.line + ev.text_offset, ev.start_s, ev.end_s)
         _add_turns(builder, state, ev, reading.turns)
     return builder.build()
 
@@ -267,6 +271,7 @@ def _add_turns(builder: ScriptBuilder, state: _Speakers, ev: _Event, turns: list
             speaker = state.other(state.last or DEFAULT_SPEAKER)
         done += len(turn.text.split())
         end = ev.start_s + (ev.end_s - ev.start_s) * done / total  # a slot share per turn
-        builder.cue(speaker, turn.text, ev.line or 1, tuple(turn.hints), start_s=start, end_s=end)
+        line = ev.line + ev.text_offset or 1
+        builder.cue(speaker, turn.text, line, tuple(turn.hints), start_s=start, end_s=end)
         state.spoke(speaker, turn.text)
         start = end

@@ -42,7 +42,7 @@ def test_ytdlp_auto_captions(tmp_path: Path) -> None:
     )
     s = _load(tmp_path, "talk.en.vtt", vtt)
     assert _said(s) == [("NARRATOR", "today we tune the"), ("NARRATOR", "old radio & antenna")]
-    assert [c.line for c in s.cues] == [5, 12]
+    assert [c.line for c in s.cues] == [6, 13]
 
 
 def test_vtt_structure_is_not_spoken(tmp_path: Path) -> None:
@@ -154,7 +154,7 @@ def test_sbv_and_microdvd(tmp_path: Path) -> None:
     sbv = "0:00:01.000,0:00:03.500\n>> ANN: Welcome back.\n\n0:00:04.000,0:00:05.000\nThanks.\n"
     s = _load(tmp_path, "x.sbv", sbv)
     assert [(c.role, c.text, c.start_s, c.line) for c in s.cues] == [
-        ("ANN", "Welcome back.", 1.0, 1), ("ANN", "Thanks.", 4.0, 4),
+        ("ANN", "Welcome back.", 1.0, 2), ("ANN", "Thanks.", 4.0, 5),
     ]  # fmt: skip
     s = _load(tmp_path, "x.sub", "{1}{1}25\n{25}{50}KAI: Run!|Now!\n{75}{100}- Why?|- Because.\n")
     assert [(c.role, c.text, c.start_s) for c in s.cues] == [
@@ -173,3 +173,9 @@ def test_huge_hours_are_script_errors(tmp_path: Path, digits: int) -> None:
 def test_sound_only_file_says_no_dialogue(tmp_path: Path) -> None:
     with pytest.raises(ScriptError, match="no dialogue found"):
         _load(tmp_path, "x.srt", _srt("[laughs]", "♪ ♪"))
+
+
+def test_srt_cue_without_blank_line_before_next(tmp_path: Path) -> None:
+    srt = "1\n00:00:01,000 --> 00:00:02,000\n[ANN] Hello.\n2\n00:00:02,000 --> 00:00:03,000\n[BOB] Hi.\n"
+    s = _load(tmp_path, "x.srt", srt)
+    assert [(c.role, c.text, c.line) for c in s.cues] == [("ANN", "Hello.", 3), ("BOB", "Hi.", 6)]
