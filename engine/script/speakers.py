@@ -43,10 +43,15 @@ class Turn:
     """One speaker's words within a cue; `speaker` None where the cue does not say."""
 
     speaker: str | None
-    text: str
+    parts: list[str]
+    """The turn's words, line by line (joined once: a long cue stays linear)."""
     hints: list[str] = field(default_factory=list)
     new_turn: bool = False
     """Opened by a dialogue dash or '>>': a change of speaker even without a name."""
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.parts)
 
 
 @dataclass
@@ -138,14 +143,15 @@ def trusted_labels(raw_texts: list[str]) -> set[str]:
 def _descriptions(text: str, found: list[str], hints: list[str]) -> str:
     """Take sound descriptions out of spoken text; one at the very start is also a hint."""
     out: list[str] = []
-    pos = 0
+    pos, spoken = 0, False
     for m in _DESCRIPTION.finditer(text):
+        out.append(text[pos : m.start()])
+        spoken = spoken or bool(out[-1].strip())
         body = m.group(0)[1:-1].strip()
         if body:
             found.append(body)
-            if not "".join(out).strip() and m.group(0).startswith("("):
+            if not spoken and m.group(0).startswith("("):
                 hints.append(body)
-        out.append(text[pos : m.start()])
         pos = m.end()
     out.append(text[pos:])
     return " ".join("".join(out).split())
@@ -173,9 +179,9 @@ def _lines_to_turns(voice: str | None, text: str, found: list[str], trusted: set
             if not words:
                 continue
             if turns and not (new or name):
-                turns[-1].text += " " + words  # a wrapped line of the same turn
+                turns[-1].parts.append(words)  # a wrapped line of the same turn
                 continue
-            turns.append(Turn(name or voice, words, hints, new_turn=new))
+            turns.append(Turn(name or voice, [words], hints, new_turn=new))
     return turns
 
 

@@ -34,6 +34,8 @@ CASES = {
     "star.srt": _CUE + _rep("*a ") + "\n",
     "blank_run.srt": _CUE + "A\n" + _rep(" \n") + "B\n",  # pysubs2's cue-number pattern
     "braces.srt": _CUE + _rep("{\\") + "\n",
+    "wrapped.srt": _CUE + _rep("word\n") + "\n",  # one turn of 200,000 lines
+    "descriptions.srt": _CUE + _rep("[a]") + " hi\n",  # 333,333 sound descriptions
     "voices.vtt": "WEBVTT\n\n00:01.000 --> 00:02.000\n" + _rep("<v ") + "\n",
     "header.vtt": "WEBVTT\n" + _rep("Kind: x\n") + "\n00:01.000 --> 00:02.000\nhi\n",
     "section.ass": "[Script Info]\n\n" + _EVENTS + "[" + _rep("a") + "\n"
