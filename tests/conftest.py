@@ -10,6 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# `--hypothesis-profile=deep`: the importer fuzz tests run 10,000 examples per format.
+settings.register_profile("deep", max_examples=10_000)
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTDATA = ROOT.parent / "shared" / "testdata"

@@ -46,6 +46,17 @@ class Cue:
 
 
 @dataclass(frozen=True)
+class Annotation:
+    """A non-spoken part of a script kept for the timeline: a sound description, music."""
+
+    text: str
+    line: int
+    """1-based line number in the source file."""
+    start_s: float | None = None
+    end_s: float | None = None
+
+
+@dataclass(frozen=True)
 class Scene:
     """A scene heading and the range of cues under it."""
 
@@ -61,12 +72,14 @@ class Script:
     title: str
     path: str
     format: str
-    """'fountain', 'text', 'srt', 'vtt', 'csv' or 'tsv'."""
+    """'fountain', 'fdx', 'text', 'srt', 'vtt', 'ass', 'ssa', 'sbv', 'microdvd', 'csv' or 'tsv'."""
     scenes: tuple[Scene, ...]
     cues: tuple[Cue, ...]
     roles: dict[str, Role] = field(default_factory=dict)
     metadata: dict[str, str] = field(default_factory=dict)
     """Title-page keys (lower case) and values."""
+    annotations: tuple[Annotation, ...] = ()
+    """Sound descriptions and music marks ('[door slams]', '♪'): shown, never spoken."""
 
     def cues_for(self, role: str) -> list[Cue]:
         return [c for c in self.cues if c.role == role]

@@ -1,78 +1,121 @@
-"""Helpers shared by the importers: decoding, role-name normalisation, script assembly."""
+"""Helpers shared by the importers: decoding, role-name normalisation, markup, script assembly.
+
+Everything here runs in time linear in its input: no regex with nested or unbounded
+overlapping quantifiers is applied to text of unbounded length.
+"""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from engine.core.errors import ScriptError
-from engine.core.types import Cue, Role, Scene, Script
+from engine.core.types import Annotation, Cue, Role, Scene, Script
+from engine.script.ensemble import expand_ensembles
 
 MAX_SCRIPT_BYTES = 20 * 1024 * 1024
 """Real scripts are well under 1 MB; anything above this is junk, not a script."""
 
-_EXTENSION = re.compile(r"\s*\(([^)]*)\)\s*$")
 _GENDER_WORDS = {
     "f": {"MOM", "MOTHER", "MUM", "MA", "GRANDMA", "AUNT", "AUNTY", "QUEEN", "LADY", "GIRL",
           "WOMAN", "MRS", "MS", "MISS", "SISTER", "DAUGHTER", "WIFE", "PRINCESS", "NUN"},
     "m": {"DAD", "FATHER", "PAPA", "PA", "GRANDPA", "UNCLE", "KING", "LORD", "BOY", "MAN",
           "MR", "SIR", "BROTHER", "SON", "HUSBAND", "PRINCE", "MONK", "GUARD"},
 }  # fmt: skip
+_CONTINUATION = {"CONTD", "CONT", "CONTINUED", "CONTINUING", "MORE"}
+_BOMS = (
+    (b"\x00\x00\xfe\xff", "utf-32-be"), (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\xfe\xff", "utf-16-be"), (b"\xff\xfe", "utf-16-le"),
+)  # fmt: skip
+_TAG = re.compile(r"</?[A-Za-z0-9][^<>]{0,40}>")
+_ASS_BLOCK = re.compile(r"\{\\[^{}]{0,200}\}")
+_UNSPOKEN = str.maketrans({"*": None, "_": None, "~": None, "\\": None, "♪": None, "♫": None})
 
 
 def read_text(path: Path) -> str:
     """Read a script file as text, with newlines normalised to '\\n'.
 
-    Only UTF-8 (with or without BOM) and BOM-marked UTF-16 are accepted: guessing a
+    Accepted: UTF-8 (with or without BOM) and BOM-marked UTF-16 or UTF-32. Guessing a
     legacy code page would silently turn bad bytes into wrong words in an actor's mouth.
     """
     try:
         size = path.stat().st_size
+        if size > MAX_SCRIPT_BYTES:
+            raise ScriptError(
+                path,
+                f"file is {size / 1e6:.1f} MB; a script must be under {MAX_SCRIPT_BYTES // 2**20} MB",
+            )
+        raw = path.read_bytes()
     except OSError as exc:
-        raise ScriptError(path, f"cannot open the file ({exc.strerror})") from exc
-    if size > MAX_SCRIPT_BYTES:
-        raise ScriptError(
-            path,
-            f"file is {size / 1e6:.1f} MB; a script must be under {MAX_SCRIPT_BYTES // 2**20} MB",
-        )
-    raw = path.read_bytes()
+        raise ScriptError(path, f"cannot open the file ({exc.strerror or exc})") from exc
     if not raw.strip():
         raise ScriptError(path, "file is empty; expected a script with at least one line")
-    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        text = raw.decode("utf-16")
-    else:
-        try:
-            text = raw.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            line = raw.count(b"\n", 0, exc.start) + 1
-            bad = raw[exc.start : exc.end].hex(" ")
-            raise ScriptError(
-                path, f"bytes {bad} are not valid UTF-8; save the script as UTF-8", line
-            ) from exc
+    text = _decode(path, raw)
     if "\x00" in text:
         line = text.count("\n", 0, text.index("\x00")) + 1
         raise ScriptError(path, "file contains NUL bytes; expected a text script", line)
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def _decode(path: Path, raw: bytes) -> str:
+    for bom, codec in _BOMS:
+        if raw.startswith(bom):
+            try:
+                return raw[len(bom) :].decode(codec)
+            except UnicodeDecodeError as exc:
+                what = codec.upper().replace("-BE", "").replace("-LE", "")
+                raise ScriptError(
+                    path,
+                    f"the file is marked {what} but bytes {exc.start + len(bom)}-"
+                    f"{exc.end + len(bom)} are not valid {what}; save the script as UTF-8",
+                ) from exc
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        bad = raw[exc.start : exc.end].hex(" ")
+        raise ScriptError(path, f"bytes {bad} are not valid UTF-8; save the script as UTF-8", line) from exc
+
+
 def split_extension(name: str) -> tuple[str, tuple[str, ...]]:
-    """'HALE (V.O.)' -> ('HALE', ('V.O.',)); repeated extensions are all kept."""
+    """'HALE (V.O.)' -> ('HALE', ('V.O.',)); repeated extensions are all kept.
+
+    Scans from the end, so a name of thousands of '(' costs one pass, not a regex blow-up.
+    """
     hints: list[str] = []
     name = name.strip()
-    while True:
-        m = _EXTENSION.search(name)
-        if not m or m.start() == 0:
+    while name.endswith(")"):
+        start = name.rfind("(", 0, len(name) - 1)
+        if start <= 0 or ")" in name[start + 1 : -1]:
             break
-        hints.insert(0, m.group(1).strip())
-        name = name[: m.start()].rstrip()
+        hints.insert(0, name[start + 1 : -1].strip())
+        name = name[:start].rstrip()
     return name, tuple(h for h in hints if h)
 
 
-def normalise_role(name: str) -> str:
-    """The key that makes 'Brick', 'BRICK' and 'BRICK (CONT'D)' one role."""
+def is_continuation(hint: str) -> bool:
+    """True for (CONT'D), (CONT.), (MORE) and kin: page-break marks, not delivery hints."""
+    return "".join(ch for ch in hint.upper() if ch.isalpha()) in _CONTINUATION
+
+
+def clean_label(label: str) -> str:
+    """A speaker label as written, less its markers: '>> @Bob^ (V.O.):' -> 'Bob'."""
+    name = label.strip()
+    if name.startswith(">>"):
+        name = name[2:]
+    name = name.strip().lstrip("@-–—").strip()
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    name = name.rstrip(":").strip().rstrip("^").strip()
     base, _ = split_extension(name)
-    return re.sub(r"\s+", " ", base.strip().lstrip("@").rstrip("^").strip()).upper()
+    return base.rstrip(":").strip()
+
+
+def normalise_role(name: str) -> str:
+    """The one key that makes 'Brick', 'BRICK', 'BRICK (CONT'D)', '@Brick^', '[BRICK]',
+    'Brick:' and '>> BRICK:' one role: upper case, markers and extensions dropped."""
+    return " ".join(clean_label(name).split()).upper()
 
 
 def gender_hint(name: str) -> str | None:
@@ -84,10 +127,13 @@ def gender_hint(name: str) -> str | None:
 
 
 def strip_markup(text: str) -> str:
-    """Remove emphasis markup (*, **, _) and inline tags that must not be spoken."""
-    text = re.sub(r"</?[^>]{1,40}>", "", text)
-    text = re.sub(r"(\*{1,3}|_)(?=\S)(.+?)(?<=\S)\1", r"\2", text)
-    return re.sub(r"\s+", " ", text).strip()
+    """Remove everything that must not be spoken: inline HTML/WebVTT tags, ASS override
+    blocks and line breaks (`{\\an8}`, `\\N`, `\\h`), emphasis and escape characters
+    (`*`, `_`, `\\`), lyric marks `~` and music notes. Linear in the text's length."""
+    text = _TAG.sub("", text)
+    text = _ASS_BLOCK.sub("", text)
+    text = text.replace("\\N", " ").replace("\\n", " ").replace("\\h", " ")
+    return " ".join(text.translate(_UNSPOKEN).split())
 
 
 @dataclass
@@ -99,6 +145,7 @@ class ScriptBuilder:
     scenes: list[Scene] = field(default_factory=list)
     cues: list[Cue] = field(default_factory=list)
     roles: dict[str, Role] = field(default_factory=dict)
+    annotations: list[Annotation] = field(default_factory=list)
 
     def scene(self, heading: str, line: int) -> None:
         self.scenes.append(Scene(index=len(self.scenes), heading=heading, line=line))
@@ -120,7 +167,7 @@ class ScriptBuilder:
         if not text:
             raise ScriptError(self.path, f"{key} has an empty line; expected dialogue", line)
         if key not in self.roles:
-            display, _ = split_extension(role_name.strip().lstrip("@").rstrip("^").strip())
+            display = " ".join(clean_label(role_name).split())
             self.roles[key] = Role(name=key, display_name=display, gender_hint=gender_hint(key))
         if not self.scenes:
             self.scene("", line)
@@ -131,23 +178,34 @@ class ScriptBuilder:
                 text=text,
                 scene=len(self.scenes) - 1,
                 line=line,
-                hints=hints,
+                hints=tuple(h for h in hints if not is_continuation(h)),
                 overlaps_previous=overlaps_previous and bool(self.cues),
                 start_s=start_s,
                 end_s=end_s,
             )
         )
 
+    def annotate(
+        self, text: str, line: int, start_s: float | None = None, end_s: float | None = None
+    ) -> None:
+        """Keep a non-spoken description (a sound, music) for the timeline."""
+        text = " ".join(text.split())
+        if text:
+            self.annotations.append(Annotation(text=text, line=line, start_s=start_s, end_s=end_s))
+
     def build(self, title: str = "", metadata: dict[str, str] | None = None) -> Script:
         if not self.cues:
             raise ScriptError(self.path, f"no dialogue found in this {self.format} script")
-        # Drop empty scenes only at the end so cue.scene indices stay valid.
+        cues = expand_ensembles(self.cues, set(self.roles))
+        used = {c.role for c in cues}
+        roles = {k: r for k, r in self.roles.items() if k in used}
         return Script(
             title=title or self.path.stem.replace("_", " ").title(),
             path=str(self.path),
             format=self.format,
             scenes=tuple(self.scenes),
-            cues=tuple(self.cues),
-            roles=dict(self.roles),
+            cues=tuple(replace(c, index=k) for k, c in enumerate(cues)),
+            roles=roles,
             metadata=dict(metadata or {}),
+            annotations=tuple(self.annotations),
         )

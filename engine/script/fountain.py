@@ -1,8 +1,12 @@
 """Fountain screenplay importer (https://fountain.io syntax), dialogue-focused.
 
-Kept: title page, scene headings (incl. forced '.'), character cues with extensions,
-parentheticals (as delivery hints), dual dialogue ('^', as overlap). Ignored: action,
-transitions, centered text, sections, synopses, notes [[...]], boneyard /* */.
+The text is read as paragraphs separated by blank lines; a line of two spaces is not
+blank (the spec's way to keep a blank line inside a speech or an action paragraph).
+Kept: title page, scene headings (incl. forced '.'), character cues in any alphabet with
+letter case (forced with '@' in any script), extensions, parentheticals (also over several
+lines) as delivery hints, lyrics '~' (sung by the speaker), dual dialogue '^' as overlap.
+Ignored: action, transitions, centered text, sections, synopses, notes [[...]], boneyard
+/* */, page breaks, (MORE) and (CONT'D). Emphasis and escape characters are never spoken.
 """
 
 from __future__ import annotations
@@ -10,18 +14,56 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from engine.core.errors import ScriptError
 from engine.core.types import Script
-from engine.script.common import ScriptBuilder, split_extension
+from engine.script.common import ScriptBuilder, is_continuation, split_extension
 
 _SCENE = re.compile(r"^(INT|EXT|EST|INT\.?/EXT|I/E)[.\s]", re.IGNORECASE)
-_SCENE_NUMBER = re.compile(r"\s*#[^#]+#\s*$")
 _TITLE_KEY = re.compile(r"^([A-Za-z][A-Za-z ]*):\s*(.*)$")
-_TRANSITION = re.compile(r"^[A-Z0-9 .'\-]+TO:$")
+_NOT_CHARACTER = ("!", ">", ".", "#", "=", "~", "[[")
+Paragraph = list[tuple[int, str]]
+"""(1-based line number, line) pairs."""
 
 
-def _blank_out(text: str, pattern: str) -> str:
-    # Replace a span by its newlines only, so line numbers stay true.
-    return re.sub(pattern, lambda m: "\n" * m.group(0).count("\n"), text, flags=re.DOTALL)
+def _blank_spans(text: str, open_mark: str, close_mark: str) -> str:
+    """Replace each `open ... close` span by its newlines only, so line numbers stay true.
+
+    One left-to-right pass: an unclosed mark ends the search (nothing after it can close).
+    """
+    out: list[str] = []
+    pos = 0
+    while True:
+        start = text.find(open_mark, pos)
+        if start < 0:
+            break
+        end = text.find(close_mark, start + len(open_mark))
+        if end < 0:
+            break
+        out.append(text[pos:start])
+        out.append("\n" * text.count("\n", start, end))
+        pos = end + len(close_mark)
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _is_blank(line: str) -> bool:
+    return line in ("", " ")
+
+
+def _paragraphs(lines: list[str], start: int) -> list[Paragraph]:
+    paragraphs: list[Paragraph] = []
+    current: Paragraph = []
+    for k in range(start, len(lines)):
+        line = lines[k]
+        if _is_blank(line.rstrip("\r")):
+            if current:
+                paragraphs.append(current)
+            current = []
+        else:
+            current.append((k + 1, line))
+    if current:
+        paragraphs.append(current)
+    return paragraphs
 
 
 def _title_page(lines: list[str]) -> tuple[dict[str, str], int]:
@@ -45,65 +87,90 @@ def _title_page(lines: list[str]) -> tuple[dict[str, str], int]:
     return meta, i
 
 
-def _is_character(line: str, prev_blank: bool, next_line: str | None) -> bool:
-    if not prev_blank or next_line is None or not next_line.strip():
-        return False
+def _name_part(line: str) -> str:
+    return line.rstrip("^").strip().split("(", 1)[0].strip()
+
+
+def _is_character(line: str) -> bool:
+    """A line in upper case (any cased alphabet), or forced with '@'."""
     if line.startswith("@"):
-        return True
-    if line.startswith(("!", ">", ".", "#", "=", "~", "[[")) or _SCENE.match(line):
+        return len(_name_part(line[1:])) > 0
+    if line.startswith(_NOT_CHARACTER) or _SCENE.match(line) or line.endswith(":"):
         return False
-    name, _ = split_extension(line.rstrip("^").strip())
-    if not re.search(r"[A-Z]", name) or name != name.upper():
-        return False
-    return not _TRANSITION.match(line) and not line.endswith(":")
+    return _name_part(line).isupper()
+
+
+def _is_caseless_name(line: str) -> bool:
+    """A short line of letters without case (CJK, Arabic, ...): a name only with '@'."""
+    name = _name_part(line)
+    return (
+        0 < len(name) <= 40
+        and any(ch.isalpha() for ch in name)
+        and not any(ch.isupper() or ch.islower() for ch in name)
+        and not line.startswith(_NOT_CHARACTER)
+    )
+
+
+def _heading(line: str) -> str:
+    heading = line[1:] if line.startswith(".") else line
+    heading = heading.strip()
+    if heading.endswith("#"):  # scene number: '#12A#'
+        start = heading.rfind("#", 0, len(heading) - 1)
+        if start >= 0:
+            heading = heading[:start].rstrip()
+    return heading
 
 
 def parse_fountain(path: Path, text: str) -> Script:
-    text = _blank_out(text, r"/\*.*?\*/")
-    text = _blank_out(text, r"\[\[.*?\]\]")
+    text = _blank_spans(_blank_spans(text, "/*", "*/"), "[[", "]]")
     lines = text.split("\n")
     meta, body_start = _title_page(lines)
     builder = ScriptBuilder(path=path, format="fountain")
-    i = body_start
-    prev_blank = True
-    while i < len(lines):
-        line = lines[i].strip()
-        line_no = i + 1
-        if not line:
-            prev_blank = True
-            i += 1
-            continue
-        nxt = lines[i + 1] if i + 1 < len(lines) else None
-        if prev_blank and (_SCENE.match(line) or re.match(r"^\.[^.]", line)):
-            heading = _SCENE_NUMBER.sub("", line[1:] if line.startswith(".") else line)
-            builder.scene(heading.strip(), line_no)
-        elif _is_character(line, prev_blank, nxt):
-            i = _dialogue_block(builder, lines, i)
-            prev_blank = False
-            continue
-        prev_blank = False
-        i += 1
+    caseless_line = 0
+    for para in _paragraphs(lines, body_start):
+        line_no, first = para[0][0], para[0][1].strip()
+        if _SCENE.match(first) or (first.startswith(".") and not first.startswith("..")):
+            builder.scene(_heading(first), line_no)
+        elif len(para) >= 2 and _is_character(first):
+            _dialogue(builder, para)
+        elif len(para) >= 2 and not caseless_line and _is_caseless_name(first):
+            caseless_line = line_no
+    if not builder.cues and caseless_line:
+        raise ScriptError(
+            path,
+            "no dialogue found; character names in a script without capital letters (Chinese, "
+            "Japanese, Korean, Arabic, ...) must be marked with '@', e.g. '@李雷'",
+            caseless_line,
+        )
     return builder.build(title=_title(meta), metadata=meta)
 
 
-def _dialogue_block(builder: ScriptBuilder, lines: list[str], i: int) -> int:
-    """Read one character cue and its dialogue starting at `lines[i]`; return the next index."""
-    cue_line = lines[i].strip()
+def _dialogue(builder: ScriptBuilder, para: Paragraph) -> None:
+    """One character cue, its parentheticals and speech (a whole paragraph)."""
+    line_no, cue_line = para[0][0], para[0][1].strip()
     dual = cue_line.endswith("^")
-    name, extensions = split_extension(cue_line.lstrip("@").rstrip("^").strip())
-    hints = [e for e in extensions if e.upper().replace("’", "'") not in {"CONT'D", "CONT"}]
+    name, extensions = split_extension(cue_line.removeprefix("@").rstrip("^").strip())
+    hints = [e for e in extensions if not is_continuation(e)]
     spoken: list[str] = []
-    j = i + 1
-    while j < len(lines) and lines[j].strip():
-        part = lines[j].strip()
-        if part.startswith("(") and part.endswith(")"):
+    paren: list[str] | None = None
+    for _, raw in para[1:]:
+        part = raw.strip()
+        if paren is not None:  # inside a parenthetical that spans lines
+            paren.append(part)
+            if part.endswith(")"):
+                hints.append(" ".join(paren)[1:-1].strip())
+                paren = None
+        elif part.startswith("(") and part.endswith(")"):
             hints.append(part[1:-1].strip())
-        else:
-            spoken.append(part)
-        j += 1
+        elif part.startswith("(") and ")" not in part:
+            paren = [part]
+        elif part:
+            spoken.append(part.removeprefix("~"))
+    if paren is not None:  # never closed: it was speech that starts with '('
+        spoken.extend(paren)
+    hints = [h for h in hints if h and not is_continuation(h)]
     if spoken:
-        builder.cue(name, " ".join(spoken), i + 1, tuple(hints), overlaps_previous=dual)
-    return j
+        builder.cue(name, " ".join(spoken), line_no, tuple(hints), overlaps_previous=dual)
 
 
 def _title(meta: dict[str, str]) -> str:

@@ -11,6 +11,17 @@ from engine.script.common import ScriptBuilder, split_extension
 
 LINE = re.compile(r"^\s*([^:#\s][^:]{0,60}?)\s*:\s+(\S.*)$")
 """A speaker line; the name is at most ~60 characters so prose with a colon is not a name."""
+_LABEL_SPAN = 120
+"""LINE is tried on a line's first characters only: a label is short, and a long run of
+blanks after a word would otherwise be scanned once per candidate name length."""
+
+
+def match_line(line: str) -> tuple[str, str] | None:
+    """('NAME (hint)', 'the line') for a 'NAME: line' line, else None. Linear in the line."""
+    m = LINE.match(line[:_LABEL_SPAN])
+    if not m:
+        return None
+    return m.group(1), line[m.start(2) :].strip()
 
 
 def parse_plaintext(path: Path, text: str) -> Script:
@@ -36,11 +47,11 @@ def parse_plaintext(path: Path, text: str) -> Script:
             if line.lower().startswith("# title:"):
                 title = line.split(":", 1)[1].strip()
             continue
-        m = LINE.match(line)
-        if m and not m.group(1).startswith("("):
+        m = match_line(line)
+        if m and not m[0].startswith("("):
             flush()
-            name, hints = split_extension(m.group(1))
-            pending = (name, [m.group(2)], n, hints)
+            name, hints = split_extension(m[0])
+            pending = (name, [m[1]], n, hints)
             last_was_cue = True
         elif last_was_cue and pending:
             pending[1].append(line)  # a wrapped line continues the speech

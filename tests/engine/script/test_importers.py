@@ -132,7 +132,11 @@ def test_empty(testdata: Path) -> None:
 def test_unknown_format(tmp_path: Path) -> None:
     f = tmp_path / "show.docx"
     f.write_bytes(b"PK\x03\x04")
-    with pytest.raises(ScriptError, match=r"unknown format '\.docx'"):
+    with pytest.raises(
+        ScriptError,
+        match=r"cannot read '\.docx' files; export it from your writing app as "
+        r"Fountain \(\.fountain\) or Final Draft \(\.fdx\)",
+    ):
         load_script(f)
 
 
@@ -223,3 +227,28 @@ def test_sniff_by_content(testdata: Path, tmp_path: Path) -> None:
         copy.write_bytes((testdata / name).read_bytes())
         assert sniff(copy.read_text()) == fmt
         assert load_script(copy).format == fmt
+
+
+def test_role_label_forms_normalise_alike() -> None:
+    forms = ["Brick", "BRICK (CONT'D)", "@Brick^", "[BRICK]", "Brick:", ">> BRICK:", "- BRICK (V.O.):"]
+    assert {normalise_role(f) for f in forms} == {"BRICK"}
+    assert normalise_role("иван (з.к.)") == "ИВАН"
+    assert split_extension("BOB " + "(" * 5000) == ("BOB " + "(" * 5000, ())
+
+
+@pytest.mark.parametrize(
+    ("text", "fmt"),
+    [
+        ("WEBVTT\nKind: captions\n\n00:01.000 --> 00:02.000\nhi\n", "vtt"),
+        ("[Script Info]\nScriptType: v4.00+\n\n[V4+ Styles]\n", "ass"),
+        ("[Script Info]\nScriptType: v4.00\n\n[V4 Styles]\n", "ssa"),
+        ("0:00:01.000,0:00:02.000\nhi\n", "sbv"),
+        ("{1}{1}25\n{25}{50}hi\n", "microdvd"),
+        ('<?xml version="1.0"?>\n<FinalDraft DocumentType="Script">', "fdx"),
+        ("\n" * 8000 + "HERO: hi\n", "text"),
+        ("ИВАН\nДобрый вечер.\n", "fountain"),
+        ("EXT. PIER - NIGHT\n\nRain.\n", "fountain"),
+    ],
+)
+def test_sniff_every_format(text: str, fmt: str) -> None:
+    assert sniff(text) == fmt
