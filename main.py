@@ -1,7 +1,7 @@
 """Troupe: the one entry point.
 
 python main.py                    the director window (GUI)
-python main.py render SCRIPT -o mix.wav [--stems DIR]
+python main.py render SCRIPT -o mix.wav|.flac|.mp3|.m4b [--stems DIR]
 python main.py play SCRIPT [--device NAME] [--audio-process]
 python main.py voices | devices
 """
@@ -53,25 +53,59 @@ def _synth(processes: int, cast: Cast | None = None):  # type: ignore[no-untyped
     return Router(synths)
 
 
+def _render_progress():  # type: ignore[no-untyped-def]
+    """A rich progress bar on a terminal (lines voiced, audio written, time left); else nothing."""
+    if not sys.stderr.isatty():
+        return None
+    try:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+    except ImportError:
+        return None
+    return Progress(TextColumn("rendering"), BarColumn(), TextColumn("{task.description}"),
+                    TimeRemainingColumn(), console=Console(stderr=True), transient=True)  # fmt: skip
+
+
 def cmd_render(args: argparse.Namespace) -> int:
     from engine.mixer import Pacing
-    from engine.render import render_script
+    from engine.render import StemOptions, render_script
 
     script, cast, edits = _load(args)
+    stems = StemOptions(args.stem_mode, args.stem_format, args.sample_format)
+    bar = _render_progress()
     synth = _synth(args.processes, cast)
     t0 = time.perf_counter()
     try:
-        result = render_script(script, cast, args.output, synth, args.stems, Pacing(gap_s=args.gap), edits)
+        pacing = Pacing(gap_s=args.gap)
+        if bar is None:
+            result = render_script(script, cast, args.output, synth, args.stems, pacing, edits,
+                                   stems=stems, sample_format=args.sample_format)  # fmt: skip
+        else:
+            with bar:
+                task = bar.add_task("", total=1.0)
+                result = render_script(
+                    script, cast, args.output, synth, args.stems, pacing, edits,
+                    lambda f, msg: bar.update(task, completed=f, description=msg),
+                    stems=stems, sample_format=args.sample_format,
+                )  # fmt: skip
     finally:
         synth.close()
     wall = time.perf_counter() - t0
     speed = result.duration_s / wall
     print(
         f"{result.path}: {result.duration_s:.1f} s of audio, {len(result.lines)} lines, "
-        f"{len(script.roles)} roles, rendered in {wall:.2f} s ({speed:.0f}x real time)"
+        f"{len(script.roles)} roles, rendered in {wall:.2f} s ({speed:.0f}x real time), "
+        f"{result.bytes_written / 1e6:.1f} MB written"
     )
-    for role, path in result.stems.items():
-        print(f"  stem {role}: {path}")
+    if len(result.stems) <= 64:
+        for role, path in result.stems.items():
+            print(f"  stem {role}: {path}")
+    else:
+        print(f"  {len(result.stems)} files in {args.stems}")
+    if result.timeline is not None:
+        print(
+            f"  timeline: {result.timeline} (OpenTimelineIO), {result.timeline.with_suffix('.rpp')} (REAPER)"
+        )
     print(f"  cue sheet: {result.cue_sheet}")
     for line in result.fell_back:
         print(f"  cue {line.cue_index} ({line.role}): espeak-ng stood in ({line.fallback})", file=sys.stderr)
@@ -251,10 +285,16 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--project", type=Path, help="project file with a saved cast")
         sp.add_argument("--processes", type=WORKERS, default=1, help="espeak-ng worker processes (1..64)")
 
-    r = sub.add_parser("render", help="render a script offline to WAV/FLAC")
+    r = sub.add_parser("render", help="render a script offline (WAV, FLAC, MP3, Opus, M4B)")
     script_args(r)
-    r.add_argument("-o", "--output", type=Path, required=True, help="mix.wav or mix.flac")
-    r.add_argument("--stems", type=Path, help="folder for one file per role")
+    r.add_argument("-o", "--output", type=Path, required=True,
+                   help="the mix: .wav .flac .mp3 .opus .ogg .m4a .m4b .aac (M4B, AAC: ffmpeg)")  # fmt: skip
+    r.add_argument("--stems", type=Path, help="also write stems into this folder (off by default)")
+    r.add_argument("--stem-mode", choices=["roles", "clips"], default="roles",
+                   help="roles: a file per role (mono unless panned); clips: a file per line")  # fmt: skip
+    r.add_argument("--stem-format", choices=["flac", "wav"], default="flac", help="stems' format (flac)")
+    r.add_argument("--sample-format", choices=["s16", "s24", "f32"], default="s24",
+                   help="WAV/FLAC samples: 16-bit, 24-bit (default) or 32-bit float (WAV only)")  # fmt: skip
     r.add_argument("--gap", type=_ranged(float, 0, 10, "seconds"), default=0.35,
                    help="pause between lines, 0..10 seconds")  # fmt: skip
     r.set_defaults(func=cmd_render)
