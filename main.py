@@ -66,6 +66,16 @@ def _render_progress():  # type: ignore[no-untyped-def]
                     TimeRemainingColumn(), console=Console(stderr=True), transient=True)  # fmt: skip
 
 
+def _stop_resource_tracker() -> None:
+    """multiprocessing's resource tracker (started with the worker pool) would outlive the
+    render by a moment in its process group; stop and reap it now."""
+    from multiprocessing import resource_tracker
+
+    stop = getattr(resource_tracker._resource_tracker, "_stop", None)
+    if stop is not None:
+        stop()
+
+
 def cmd_render(args: argparse.Namespace) -> int:
     from engine.mixer import Pacing
     from engine.render import StemOptions, render_script
@@ -90,6 +100,7 @@ def cmd_render(args: argparse.Namespace) -> int:
                 )  # fmt: skip
     finally:
         synth.close()
+        _stop_resource_tracker()
     wall = time.perf_counter() - t0
     speed = result.duration_s / wall
     print(

@@ -15,8 +15,8 @@ from engine.mixer import Pacing
 
 CHARS_PER_S_AT_175_WPM = 12.0
 """Slower than espeak-ng's ~15 characters/s at 175 wpm, so the estimate errs on the large side."""
-FLAC_SPEECH_RATIO = 0.7
-"""FLAC of voiced audio against raw PCM (measured ~0.5 on espeak-ng speech)."""
+FLAC_SPEECH_RATIO = 0.5
+"""FLAC of voiced audio against raw PCM, with room to spare (a 10-hour espeak-ng mix measured 0.24)."""
 FLAC_SILENCE_RATIO = 0.01
 """FLAC of digital silence against raw PCM (constant subframes: a few bytes a frame)."""
 MARGIN = 1.1

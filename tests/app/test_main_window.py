@@ -142,7 +142,7 @@ def test_render_fault_reaches_the_banner(qtbot, engine: Engine, make_window, tmp
     w = make_window(engine)
     w.open_script(DEMO)
     (tmp_path / "not_a_folder").write_text("")
-    job = w.start_render(tmp_path / "not_a_folder" / "show.wav", None)
+    w.start_render(tmp_path / "not_a_folder" / "show.wav", None)
     qtbot.waitUntil(lambda: "it is a file, not a folder" in w.banner.text, timeout=60_000)
     assert w.banner.isVisibleTo(w) and "not_a_folder" in w.banner.text
 

@@ -170,3 +170,33 @@ def test_render_survives_a_backend_crash(tmp_path: Path) -> None:
     assert not result.failed
     assert result.fell_back and all("out of memory" in (ln.fallback or "") for ln in result.fell_back)
     assert {ln.role for ln in result.fell_back} == {role}
+
+
+def _process_group(pgid: int) -> list[str]:
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # exited while we looked
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[2]) == pgid:
+            members.append(f"{entry.name} {fields[0]} {cmdline[:80]}")
+    return members
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_render_leaves_no_process_behind(tmp_path: Path) -> None:
+    """The render with a worker pool, in its own process group: when it exits, the group is
+    empty (no worker, no resource tracker, no encoder)."""
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "main.py"), "render", str(DEMO), "-o", str(tmp_path / "m.flac"),
+         "--processes", "2", "--stems", str(tmp_path / "stems")],
+        start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert _process_group(proc.pid) == []
