@@ -37,12 +37,13 @@ def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 
 def _synth(processes: int, cast: Cast | None = None):  # type: ignore[no-untyped-def]
-    """espeak-ng (in this process or a pool), and Kokoro where the cast names it."""
+    """espeak-ng (in this process or a pool), and Kokoro where the cast names it; for the
+    offline render, so the workers run at normal priority (no live stream to yield to)."""
     from engine.synthesis.espeak import EspeakSynthesizer
     from engine.synthesis.pool import EspeakPool
     from engine.synthesis.router import Router
 
-    espeak = EspeakPool(processes) if processes > 1 else EspeakSynthesizer()
+    espeak = EspeakPool(processes, niceness=0) if processes > 1 else EspeakSynthesizer()
     synths = {"espeak": espeak}
     if cast is not None and any(v.backend == "kokoro" for v in cast.voices.values()):
         from engine.synthesis.kokoro import make_kokoro
