@@ -9,6 +9,7 @@ python main.py voices | devices
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from collections.abc import Callable
@@ -83,22 +84,22 @@ def cmd_render(args: argparse.Namespace) -> int:
 
     script, cast, edits = _load(args)
     stems = StemOptions(args.stem_mode, args.stem_format, args.sample_format)
+    loudness = None
+    if args.loudness:
+        from engine.export.loudness import parse_target
+
+        loudness = parse_target(args.loudness)
     bar = _render_progress()
     synth = _synth(args.processes, cast)
     t0 = time.perf_counter()
     try:
-        pacing = Pacing(gap_s=args.gap)
-        if bar is None:
+        with bar or contextlib.nullcontext():
+            task = bar.add_task("", total=1.0) if bar is not None else None
+            on_progress = (lambda f, msg: bar.update(task, completed=f, description=msg)) if bar else None
+            pacing = Pacing(gap_s=args.gap)
             result = render_script(script, cast, args.output, synth, args.stems, pacing, edits,
-                                   stems=stems, sample_format=args.sample_format)  # fmt: skip
-        else:
-            with bar:
-                task = bar.add_task("", total=1.0)
-                result = render_script(
-                    script, cast, args.output, synth, args.stems, pacing, edits,
-                    lambda f, msg: bar.update(task, completed=f, description=msg),
-                    stems=stems, sample_format=args.sample_format,
-                )  # fmt: skip
+                                   on_progress, stems=stems, sample_format=args.sample_format,
+                                   loudness=loudness)  # fmt: skip
     finally:
         synth.close()
         _stop_resource_tracker()
@@ -118,6 +119,10 @@ def cmd_render(args: argparse.Namespace) -> int:
         print(
             f"  timeline: {result.timeline} (OpenTimelineIO), {result.timeline.with_suffix('.rpp')} (REAPER)"
         )
+    if result.loudness_gain_db is not None:
+        print(f"  loudness: measured {result.loudness_measured_lufs:.1f} LUFS, "
+              f"gain {result.loudness_gain_db:+.1f} dB to {loudness.lufs if loudness else 0:g} LUFS, "
+              f"true peak at most {loudness.true_peak_db if loudness else 0:g} dB")  # fmt: skip
     print(f"  cue sheet: {result.cue_sheet}")
     for line in result.fell_back:
         print(f"  cue {line.cue_index} ({line.role}): espeak-ng stood in ({line.fallback})", file=sys.stderr)
@@ -305,6 +310,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--stem-mode", choices=["roles", "clips"], default="roles",
                    help="roles: a file per role (mono unless panned); clips: a file per line")  # fmt: skip
     r.add_argument("--stem-format", choices=["flac", "wav"], default="flac", help="stems' format (flac)")
+    r.add_argument("--loudness", metavar="TARGET",
+                   help="normalise the mix: acx (-20 LUFS, -3 dBTP), ebu (-23, -1), podcast (-16, -1) "
+                        "or a level such as -18")  # fmt: skip
     r.add_argument("--sample-format", choices=["s16", "s24", "f32"], default="s24",
                    help="WAV/FLAC samples: 16-bit, 24-bit (default) or 32-bit float (WAV only)")  # fmt: skip
     r.add_argument("--gap", type=_ranged(float, 0, 10, "seconds"), default=0.35,

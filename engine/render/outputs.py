@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -120,11 +121,16 @@ class Encoder:
         self._thread.join()
 
 
-def write_block(block: Block, mix: _Target | None, stems: dict[str, _Target]) -> None:
+class Meter(Protocol):
+    def add(self, block: NDArray[np.float32]) -> None: ...
+
+
+def write_block(block: Block, mix: _Target, stems: dict[str, _Target], meter: Meter | None = None) -> None:
     """One block to the mix and to every stem (silence for the roles not heard in it)."""
     n = block.mix.shape[0]
-    if mix is not None:
-        mix.writer.write(block.mix)
+    mix.writer.write(block.mix)
+    if meter is not None:
+        meter.add(block.mix)
     silent: dict[int, NDArray[np.float32]] = {}
     for role, target in stems.items():
         audio = block.stems.get(role)

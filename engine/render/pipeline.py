@@ -9,17 +9,18 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from engine.cast import Cast
 from engine.core.errors import TroupeError
 from engine.core.types import SAMPLE_RATE_HZ, Script
-from engine.export import SAMPLE_FORMATS, ExportError
+from engine.export import FORMATS, SAMPLE_FORMATS, ExportError
 from engine.export.formats import format_for_path, require
 from engine.export.writers import describe
 from engine.mixer import Clip, MixControls, Pacing
-from engine.render import sizing
+from engine.render import finishing, sizing
 from engine.render.layout import StreamLayout
 from engine.render.mixdown import StreamMixer
 from engine.render.outputs import Encoder, OutputFiles, partial_path, stem_format, write_block
@@ -34,6 +35,9 @@ from engine.render.result import (
 )
 from engine.render.voicing import voice_in_order
 from engine.synthesis.base import Synthesizer
+
+if TYPE_CHECKING:
+    from engine.export.loudness import LoudnessTarget
 
 BLOCK_FRAMES = 65_536
 TAIL_S = 0.5
@@ -54,6 +58,7 @@ class _Job:
     stems: StemOptions
     sample_format: str
     stem_channels: dict[str, int]
+    loudness: LoudnessTarget | None = None
 
     def stem_path(self, role: str) -> Path:
         assert self.stems_dir is not None
@@ -73,6 +78,9 @@ def _check(job: _Job, pacing: Pacing, free: sizing.DiskFree) -> None:
     voiced_total = sum(est.voiced_s.values())
     needs = [(job.out.parent, sizing.audio_bytes(fmt, 2, job.sample_format, voiced_total, est.duration_s),
               "mix")]  # fmt: skip
+    if job.loudness is not None:
+        n = sizing.audio_bytes(FORMATS["flac"], 2, "s24", voiced_total, est.duration_s)
+        needs.append((job.out.parent, n, "premaster for loudness"))
     if job.stems_dir is not None:
         sfmt = stem_format(job.stems.format)
         if job.stems.mode not in STEM_MODES:
@@ -100,16 +108,19 @@ def render_script(
     *,
     stems: StemOptions = StemOptions(),
     sample_format: str = "s24",
+    loudness: LoudnessTarget | None = None,
     free: sizing.DiskFree = sizing.disk_free,
 ) -> RenderResult:
     """Render `script` to `out_path` (and stems), streaming: memory does not grow with the
-    show. A render that fails or is cancelled removes its partial files and says so."""
+    show. `loudness` normalises the mix (a second pass); an .m4b/.m4a mix gets the scenes as
+    chapters and the title page as tags. A render that fails or is cancelled removes its
+    partial files and says so."""
     if edits:
         cues = tuple(c.with_text(edits[c.index]) if c.index in edits else c for c in script.cues)
         script = dataclasses.replace(script, cues=cues)
     stem_channels = {r: 1 if cast[r].pan == 0 else 2 for r in script.roles}
     job = _Job(script, cast, Path(out_path), Path(stems_dir) if stems_dir is not None else None, stems,
-               sample_format, stem_channels)  # fmt: skip
+               sample_format, stem_channels, loudness)  # fmt: skip
     for folder in (job.out.parent, job.stems_dir):
         if folder is not None and folder.exists() and not folder.is_dir():
             raise ExportError(f"{folder}: cannot write there: it is a file, not a folder")
@@ -146,7 +157,14 @@ def _render(job: _Job, synth: Synthesizer, pacing: Pacing, files: OutputFiles, p
     controls = MixControls.from_voices({r: cast[r] for r in script.roles})
     role_stems = job.stems_dir is not None and job.stems.mode == "roles"
     mixer = StreamMixer(controls, script.roles if role_stems else ())
-    mix = files.open(job.out, 2, SAMPLE_RATE_HZ, job.sample_format)
+    meter = None
+    if job.loudness is not None:  # a lossless premaster, metered as it is written, normalised after
+        from engine.export.loudness import LoudnessMeter
+
+        meter = LoudnessMeter(SAMPLE_RATE_HZ)
+        mix = files.open(finishing.premaster_path(job.out), 2, SAMPLE_RATE_HZ, "s24", FORMATS["flac"])
+    else:
+        mix = files.open(job.out, 2, SAMPLE_RATE_HZ, job.sample_format)
     stem_targets = {r: files.open(job.stem_path(r), ch, SAMPLE_RATE_HZ, job.stems.sample_format,
                                   stem_format(job.stems.format))
                     for r, ch in job.stem_channels.items()} if role_stems else {}  # fmt: skip
@@ -163,7 +181,7 @@ def _render(job: _Job, synth: Synthesizer, pacing: Pacing, files: OutputFiles, p
             if n < BLOCK_FRAMES and not final:
                 return
             block = mixer.next_block(n)
-            encoder.put(lambda b=block: write_block(b, mix, stem_targets))  # type: ignore[misc]
+            encoder.put(lambda b=block: write_block(b, mix, stem_targets, meter))  # type: ignore[misc]
 
     try:
         for k, (cue, audio, error) in enumerate(voice_in_order(script.cues, cast, synth, cancel), start=1):
@@ -194,6 +212,12 @@ def _render(job: _Job, synth: Synthesizer, pacing: Pacing, files: OutputFiles, p
     synth_done = time.perf_counter()
     files.close_all()
     result = RenderResult(job.out, end_frame / SAMPLE_RATE_HZ, lines, synth_s=synth_done - t0)
+    if meter is not None:
+        done = finishing.normalise_into(job.out, mix, files, meter.integrated_lufs(), job.loudness,
+                                        job.sample_format, progress)  # fmt: skip
+        result.loudness_measured_lufs, result.loudness_gain_db = done.measured_lufs, done.gain_db
+    if finishing.is_audiobook(job.out):
+        finishing.finish_audiobook(job.out, script, lines, result.duration_s)
     result.stems = {r: t.path for r, t in stem_targets.items()}
     if job.stems_dir is not None and job.stems.mode == "clips":
         result.stems = {p.stem: p for p in files.extra}

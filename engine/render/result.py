@@ -60,8 +60,9 @@ class RenderResult:
     synth_s: float = 0.0
     mix_s: float = 0.0
     bytes_written: int = 0
-    loudness_lufs: float | None = None
-    """The mix's integrated loudness after normalisation (None when not normalised)."""
+    loudness_measured_lufs: float | None = None
+    """The mix's integrated loudness before normalisation (None when not normalised)."""
+    loudness_gain_db: float | None = None
 
     @property
     def failed(self) -> list[LineTiming]:
