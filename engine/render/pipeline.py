@@ -136,6 +136,8 @@ def render_script(
         raise ExportError(f"{describe(exc, str(exc.filename or job.out))}{_removed(removed)}") from exc
     except RenderCancelled:
         raise RenderCancelled(f"render cancelled{_removed(files.discard())}") from None
+    except KeyboardInterrupt:
+        raise RenderCancelled(f"render interrupted{_removed(files.discard())}") from None
     except TroupeError as exc:
         removed = files.discard()
         raise type(exc)(f"{exc}{_removed(removed)}") from exc

@@ -130,3 +130,17 @@ def test_disk_full_names_the_file_and_cleans_up(small_disk: Path, demo) -> None:
     message = str(err.value)
     assert message.startswith(f"{out}: disk full") and "removed 1 partial file(s): mix.wav.partial" in message
     assert list(small_disk.iterdir()) == []
+
+
+def test_ctrl_c_is_a_cancel_that_cleans_up(tmp_path: Path, demo) -> None:  # type: ignore[no-untyped-def]
+    script, cast = demo
+
+    def interrupt(fraction: float, _message: str) -> None:
+        if fraction > 0.3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(
+        RenderCancelled, match=r"render interrupted; removed 1 partial file\(s\): m\.flac\.partial"
+    ):
+        render_script(script, cast, tmp_path / "m.flac", EspeakSynthesizer(), progress=interrupt)
+    assert list(tmp_path.iterdir()) == []
