@@ -101,27 +101,33 @@ def require(fmt: AudioFormat, where: str) -> None:
 
 
 def to_int(block: NDArray[np.float32], bits: int) -> NDArray[np.int16] | NDArray[np.int32]:
-    """Float samples in [-1, 1] to 16-bit, or to 24-bit left-aligned in int32, in one pass."""
-    scale = float(2 ** (bits - 1))
-    top = scale - 1.0
-    x = np.multiply(block, scale, dtype=np.float32)
-    np.clip(x, -scale, top, out=x)
-    np.rint(x, out=x)
+    """Float samples in [-1, 1] to 16-bit (rounded), or to 24-bit left-aligned in int32
+    (the top 24 bits of a 32-bit conversion: within one 24-bit step), clipped, in few passes."""
     if bits == 16:
+        x = np.multiply(block, 32768.0, dtype=np.float32)
+        np.clip(x, -32768.0, 32767.0, out=x)
+        np.rint(x, out=x)
         return x.astype(np.int16)
-    out = x.astype(np.int32)
-    out <<= 8
-    return out
+    x = np.multiply(block, 2147483648.0, dtype=np.float32)
+    np.clip(x, -2147483648.0, 2147483392.0, out=x)  # NB: the largest float32 below 2**31
+    return x.astype(np.int32)
+
+
+def pcm_buffer(block: NDArray[np.float32], sample_format: str) -> memoryview:
+    """Interleaved little-endian PCM of a (frames, channels) float block, as a flat byte view
+    (written to a file without another copy)."""
+    if sample_format == "f32":
+        data: NDArray[np.generic] = np.ascontiguousarray(block, dtype="<f4")
+    elif sample_format == "s16":
+        data = to_int(block, 16).astype("<i2", copy=False)
+    else:
+        wide = to_int(block, 24).astype("<i4", copy=False).reshape(-1)
+        data = wide.view(_TOP3)["b"].astype("V3")  # the top three bytes of each sample
+    return data.data.cast("B")
 
 
 def pcm_bytes(block: NDArray[np.float32], sample_format: str) -> bytes:
-    """Interleaved little-endian PCM bytes of a (frames, channels) float block."""
-    if sample_format == "f32":
-        return np.ascontiguousarray(block, dtype="<f4").tobytes()
-    if sample_format == "s16":
-        return to_int(block, 16).astype("<i2", copy=False).tobytes()
-    wide = to_int(block, 24).astype("<i4", copy=False).reshape(-1)
-    return wide.view(_TOP3)["b"].astype("V3").tobytes()  # the top three bytes of each sample
+    return bytes(pcm_buffer(block, sample_format))
 
 
 _TOP3 = np.dtype({"names": ["b"], "formats": ["V3"], "offsets": [1], "itemsize": 4})

@@ -21,7 +21,16 @@ import numpy as np
 import soundfile as sf
 from numpy.typing import NDArray
 
-from engine.export.formats import FORMATS, AudioFormat, ExportError, ffmpeg_path, pcm_bytes, require, to_int
+from engine.export.formats import (
+    FORMATS,
+    AudioFormat,
+    ExportError,
+    ffmpeg_path,
+    pcm_buffer,
+    pcm_bytes,
+    require,
+    to_int,
+)
 
 
 def describe(exc: OSError, where: str) -> ExportError:
@@ -73,9 +82,9 @@ class WavWriter:
             raise describe(exc, self.where) from exc
 
     def write(self, block: NDArray[np.float32]) -> None:
-        data = pcm_bytes(block, self.sample_format)
+        data = pcm_buffer(block, self.sample_format)
         self._guard(lambda: self._f.write(data))
-        self._n_bytes += len(data)
+        self._n_bytes += data.nbytes
 
     def close(self) -> None:
         def finish() -> None:
@@ -269,7 +278,7 @@ class _RawWriter:
 
     def write(self, block: NDArray[np.float32]) -> None:
         try:
-            self._f.write(pcm_bytes(block, "s16"))
+            self._f.write(pcm_buffer(block, "s16"))
         except OSError as exc:
             raise describe(exc, self.where) from exc
 

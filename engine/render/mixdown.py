@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.mixer import Clip, MixControls, Stereo, soft_limit
+from engine.mixer.mixer import LIMIT_THRESHOLD
 
 
 @dataclass
@@ -57,14 +58,16 @@ class StreamMixer:
             a, b = max(start, clip.start_frame), min(end, clip.end_frame)
             src = clip.audio[a - clip.start_frame : b - clip.start_frame]
             for dst in self._targets(mix, stems, clip.role, n_frames):
-                dst[a - start : b - start, 0] += src * left
-                dst[a - start : b - start, 1] += src * right
+                part = dst[a - start : b - start]
+                part[:, 0] += src * left
+                part[:, 1] += src * right
         self._clips = [c for c in self._clips if c.end_frame > end]
         self.written_frames = end
         for buf in (mix, *stems.values()):
             if controls.master_gain != 1.0:
                 buf *= controls.master_gain
-            if controls.limiter:
+            # NB: two reductions and no temporary; most blocks never reach the limiter's knee
+            if controls.limiter and (buf.max() > LIMIT_THRESHOLD or buf.min() < -LIMIT_THRESHOLD):
                 soft_limit(buf)
         return Block(start, mix, stems)
 
