@@ -89,6 +89,9 @@ def cmd_render(args: argparse.Namespace) -> int:
         from engine.export.loudness import parse_target
 
         loudness = parse_target(args.loudness)
+    if args.stems and args.stem_mode == "roles" and len(script.roles) > 16:
+        print(f"troupe: {len(script.roles)} roles: each stem is as long as the show, so encoding them takes "
+              "a while; --stem-mode clips writes one file per line instead", file=sys.stderr)  # fmt: skip
     bar = _render_progress()
     synth = _synth(args.processes, cast)
     t0 = time.perf_counter()

@@ -23,7 +23,7 @@ from engine.mixer import Clip, MixControls, Pacing
 from engine.render import finishing, sizing
 from engine.render.layout import StreamLayout
 from engine.render.mixdown import StreamMixer
-from engine.render.outputs import Encoder, OutputFiles, partial_path, stem_format, write_block
+from engine.render.outputs import BlockWriter, Encoder, OutputFiles, partial_path, stem_format
 from engine.render.result import (
     STEM_MODES,
     LineTiming,
@@ -171,6 +171,7 @@ def _render(job: _Job, synth: Synthesizer, pacing: Pacing, files: OutputFiles, p
                                   stem_format(job.stems.format))
                     for r, ch in job.stem_channels.items()} if role_stems else {}  # fmt: skip
     encoder = Encoder()
+    blocks = BlockWriter(mix, stem_targets, meter)
     layout = StreamLayout(script.cues, pacing)
     lines: list[LineTiming] = []
     fallbacks: dict[int, str] = getattr(synth, "fallbacks", {})
@@ -183,7 +184,7 @@ def _render(job: _Job, synth: Synthesizer, pacing: Pacing, files: OutputFiles, p
             if n < BLOCK_FRAMES and not final:
                 return
             block = mixer.next_block(n)
-            encoder.put(lambda b=block: write_block(b, mix, stem_targets, meter))  # type: ignore[misc]
+            encoder.put(lambda b=block: blocks.write(b))  # type: ignore[misc]
 
     try:
         for k, (cue, audio, error) in enumerate(voice_in_order(script.cues, cast, synth, cancel), start=1):
@@ -211,6 +212,8 @@ def _render(job: _Job, synth: Synthesizer, pacing: Pacing, files: OutputFiles, p
     except BaseException:
         encoder.abandon()
         raise
+    finally:
+        blocks.close()
     synth_done = time.perf_counter()
     files.close_all()
     result = RenderResult(job.out, end_frame / SAMPLE_RATE_HZ, lines, synth_s=synth_done - t0)
