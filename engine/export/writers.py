@@ -289,6 +289,9 @@ class _RawWriter:
         pass
 
 
+OPUS_RATES_HZ = (8_000, 12_000, 16_000, 24_000, 48_000)
+
+
 def encode(audio: NDArray[np.float32], sample_rate_hz: int, fmt: str) -> bytes:
     """`audio` (frames,) or (frames, channels) float32 as the bytes of a file in `fmt`
     (one of `available_formats()`), e.g. for a speech server's `response_format`."""
@@ -297,6 +300,12 @@ def encode(audio: NDArray[np.float32], sample_rate_hz: int, fmt: str) -> bytes:
     spec = FORMATS[fmt]
     require(spec, fmt)
     block = audio.reshape(len(audio), -1).astype(np.float32, copy=False)
+    if spec.name == "opus" and sample_rate_hz not in OPUS_RATES_HZ:
+        import soxr  # Opus codes only a few rates: bring the audio to the one it likes best
+
+        up = soxr.resample(block, sample_rate_hz, 48_000)
+        block = np.asarray(up, np.float32).reshape(-1, block.shape[1])
+        sample_rate_hz = 48_000
     channels = block.shape[1]
     if spec.encoder == "ffmpeg":
         # MP4 needs a seekable output; ffmpeg writes it to a temporary file.

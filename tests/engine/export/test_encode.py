@@ -39,6 +39,16 @@ def test_encoded_audio_decodes_to_the_same_tone(fmt: str) -> None:
         np.testing.assert_allclose(back, _tone(), atol=1 / 32768)
 
 
+@pytest.mark.parametrize("rate", [22_050, 24_000, 44_100])
+def test_every_format_takes_any_common_rate(rate: int) -> None:
+    tone = _tone(0.5)[: rate // 2]
+    for fmt in available_formats():
+        data = encode(tone, rate, fmt)
+        assert len(data) > 100, fmt
+        if fmt == "opus":  # Opus has no 22.05/44.1 kHz mode: the audio is brought to 48 kHz
+            assert sf.info(io.BytesIO(data)).samplerate == (rate if rate == 24_000 else 48_000)
+
+
 def test_pcm_is_raw_16_bit_and_aac_is_adts() -> None:
     tone = _tone(0.1)
     pcm = np.frombuffer(encode(tone, RATE, "pcm"), "<i2")
