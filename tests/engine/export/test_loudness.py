@@ -7,6 +7,8 @@ import numpy as np
 import pyloudnorm
 import pytest
 import scipy.signal
+from hypothesis import given
+from hypothesis import strategies as st
 
 from engine.export import ExportError
 from engine.export.loudness import PRESETS, LoudnessMeter, normalise, parse_target
@@ -62,3 +64,13 @@ def test_targets_parse_or_say_what_they_take() -> None:
     assert parse_target("-18LUFS").lufs == -18.0
     with pytest.raises(ExportError, match=r"acx, ebu, podcast or a level from -40 to -5 LUFS, not 'loud'"):
         parse_target("loud")
+
+
+@given(st.text(max_size=20))
+def test_any_target_text_parses_or_is_refused_clearly(text: str) -> None:
+    try:
+        target = parse_target(text)
+    except ExportError as exc:
+        assert "acx, ebu, podcast or a level" in str(exc)
+    else:
+        assert -40 <= target.lufs <= -5 and target.true_peak_db < 0
