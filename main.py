@@ -1,7 +1,7 @@
 """Troupe: the one entry point.
 
 python main.py                    the director window (GUI)
-python main.py render SCRIPT -o mix.wav [--stems DIR]
+python main.py render SCRIPT -o mix.wav|.flac|.mp3|.m4b [--stems DIR]
 python main.py play SCRIPT [--device NAME] [--audio-process]
 python main.py voices | devices
 """
@@ -9,6 +9,7 @@ python main.py voices | devices
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from collections.abc import Callable
@@ -37,12 +38,13 @@ def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 
 def _synth(processes: int, cast: Cast | None = None):  # type: ignore[no-untyped-def]
-    """espeak-ng (in this process or a pool), and Kokoro where the cast names it."""
+    """espeak-ng (in this process or a pool), and Kokoro where the cast names it; for the
+    offline render, so the workers run at normal priority (no live stream to yield to)."""
     from engine.synthesis.espeak import EspeakSynthesizer
     from engine.synthesis.pool import EspeakPool
     from engine.synthesis.router import Router
 
-    espeak = EspeakPool(processes) if processes > 1 else EspeakSynthesizer()
+    espeak = EspeakPool(processes, niceness=0) if processes > 1 else EspeakSynthesizer()
     synths = {"espeak": espeak}
     if cast is not None and any(v.backend == "kokoro" for v in cast.voices.values()):
         from engine.synthesis.kokoro import make_kokoro
@@ -53,25 +55,77 @@ def _synth(processes: int, cast: Cast | None = None):  # type: ignore[no-untyped
     return Router(synths)
 
 
+def _render_progress():  # type: ignore[no-untyped-def]
+    """A rich progress bar on a terminal (lines voiced, audio written, time left); else nothing."""
+    if not sys.stderr.isatty():
+        return None
+    try:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+    except ImportError:
+        return None
+    return Progress(TextColumn("rendering"), BarColumn(), TextColumn("{task.description}"),
+                    TimeRemainingColumn(), console=Console(stderr=True), transient=True)  # fmt: skip
+
+
+def _stop_resource_tracker() -> None:
+    """multiprocessing's resource tracker (started with the worker pool) would outlive the
+    render by a moment in its process group; stop and reap it now."""
+    from multiprocessing import resource_tracker
+
+    stop = getattr(resource_tracker._resource_tracker, "_stop", None)
+    if stop is not None:
+        stop()
+
+
 def cmd_render(args: argparse.Namespace) -> int:
     from engine.mixer import Pacing
-    from engine.render import render_script
+    from engine.render import StemOptions, render_script
 
     script, cast, edits = _load(args)
+    stems = StemOptions(args.stem_mode, args.stem_format, args.sample_format)
+    loudness = None
+    if args.loudness:
+        from engine.export.loudness import parse_target
+
+        loudness = parse_target(args.loudness)
+    if args.stems and args.stem_mode == "roles" and len(script.roles) > 16:
+        print(f"troupe: {len(script.roles)} roles: each stem is as long as the show, so encoding them takes "
+              "a while; --stem-mode clips writes one file per line instead", file=sys.stderr)  # fmt: skip
+    bar = _render_progress()
     synth = _synth(args.processes, cast)
     t0 = time.perf_counter()
     try:
-        result = render_script(script, cast, args.output, synth, args.stems, Pacing(gap_s=args.gap), edits)
+        with bar or contextlib.nullcontext():
+            task = bar.add_task("", total=1.0) if bar is not None else None
+            on_progress = (lambda f, msg: bar.update(task, completed=f, description=msg)) if bar else None
+            pacing = Pacing(gap_s=args.gap)
+            result = render_script(script, cast, args.output, synth, args.stems, pacing, edits,
+                                   on_progress, stems=stems, sample_format=args.sample_format,
+                                   loudness=loudness)  # fmt: skip
     finally:
         synth.close()
+        _stop_resource_tracker()
     wall = time.perf_counter() - t0
     speed = result.duration_s / wall
     print(
         f"{result.path}: {result.duration_s:.1f} s of audio, {len(result.lines)} lines, "
-        f"{len(script.roles)} roles, rendered in {wall:.2f} s ({speed:.0f}x real time)"
+        f"{len(script.roles)} roles, rendered in {wall:.2f} s ({speed:.0f}x real time), "
+        f"{result.bytes_written / 1e6:.1f} MB written"
     )
-    for role, path in result.stems.items():
-        print(f"  stem {role}: {path}")
+    if len(result.stems) <= 64:
+        for role, path in result.stems.items():
+            print(f"  stem {role}: {path}")
+    else:
+        print(f"  {len(result.stems)} files in {args.stems}")
+    if result.timeline is not None:
+        print(
+            f"  timeline: {result.timeline} (OpenTimelineIO), {result.timeline.with_suffix('.rpp')} (REAPER)"
+        )
+    if result.loudness_gain_db is not None:
+        print(f"  loudness: measured {result.loudness_measured_lufs:.1f} LUFS, "
+              f"gain {result.loudness_gain_db:+.1f} dB to {loudness.lufs if loudness else 0:g} LUFS, "
+              f"true peak at most {loudness.true_peak_db if loudness else 0:g} dB")  # fmt: skip
     print(f"  cue sheet: {result.cue_sheet}")
     for line in result.fell_back:
         print(f"  cue {line.cue_index} ({line.role}): espeak-ng stood in ({line.fallback})", file=sys.stderr)
@@ -253,10 +307,19 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--project", type=Path, help="project file with a saved cast")
         sp.add_argument("--processes", type=WORKERS, default=1, help="espeak-ng worker processes (1..64)")
 
-    r = sub.add_parser("render", help="render a script offline to WAV/FLAC")
+    r = sub.add_parser("render", help="render a script offline (WAV, FLAC, MP3, Opus, M4B)")
     script_args(r)
-    r.add_argument("-o", "--output", type=Path, required=True, help="mix.wav or mix.flac")
-    r.add_argument("--stems", type=Path, help="folder for one file per role")
+    r.add_argument("-o", "--output", type=Path, required=True,
+                   help="the mix: .wav .flac .mp3 .opus .ogg .m4a .m4b .aac (M4B, AAC: ffmpeg)")  # fmt: skip
+    r.add_argument("--stems", type=Path, help="also write stems into this folder (off by default)")
+    r.add_argument("--stem-mode", choices=["roles", "clips"], default="roles",
+                   help="roles: a file per role (mono unless panned); clips: a file per line")  # fmt: skip
+    r.add_argument("--stem-format", choices=["flac", "wav"], default="flac", help="stems' format (flac)")
+    r.add_argument("--loudness", metavar="TARGET",
+                   help="normalise the mix: acx (-20 LUFS, -3 dBTP), ebu (-23, -1), podcast (-16, -1) "
+                        "or a level such as -18")  # fmt: skip
+    r.add_argument("--sample-format", choices=["s16", "s24", "f32"], default="s24",
+                   help="WAV/FLAC samples: 16-bit, 24-bit (default) or 32-bit float (WAV only)")  # fmt: skip
     r.add_argument("--gap", type=_ranged(float, 0, 10, "seconds"), default=0.35,
                    help="pause between lines, 0..10 seconds")  # fmt: skip
     r.set_defaults(func=cmd_render)

@@ -35,5 +35,7 @@ class RenderJob(QThread):
             self.failed.emit(str(exc))
         except OSError as exc:
             self.failed.emit(f"{self.out}: cannot write ({exc.strerror or exc})")
+        except Exception as exc:  # a render fault must reach the banner, never end the thread silently
+            self.failed.emit(f"render failed: {exc}")
         else:
             self.succeeded.emit(result)

@@ -154,6 +154,7 @@ class MainWindow(QMainWindow):
         file.addAction(a("&Save project", self.save_project, QKeySequence.StandardKey.Save))
         file.addAction(a("Save project &as…", self.save_project_as, "Ctrl+Shift+S"))
         file.addAction(a("&Render to file…", self.render_dialog, "Ctrl+R"))
+        file.addAction(a("Render with s&tems…", lambda: self.render_dialog(stems=True), "Ctrl+Shift+R"))
         file.addAction(a("&Quit", self._quit, QKeySequence.StandardKey.Quit))
         show = self.menuBar().addMenu("&Show")
         self.go_action = a("GO", self.go, Qt.Key.Key_Space)
@@ -358,11 +359,13 @@ class MainWindow(QMainWindow):
         self.engine.set_cue_stack(on)
 
     # --- export -------------------------------------------------------------------------
-    def render_dialog(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Render show", "show.wav", "Audio (*.wav *.flac)")
+    def render_dialog(self, stems: bool = False) -> None:
+        """Render the show to a file; with `stems`, one FLAC per role in a folder beside it."""
+        kinds = "Audio (*.wav *.flac *.mp3 *.opus *.m4b *.m4a)"
+        path, _ = QFileDialog.getSaveFileName(self, "Render show", "show.wav", kinds)
         if path:
             out = Path(path)
-            self.start_render(out, out.with_name(out.stem + "_stems"))
+            self.start_render(out, out.with_name(out.stem + "_stems") if stems else None)
 
     def start_render(self, out: Path, stems: Path | None) -> RenderJob:
         """Render in the background with a cancellable progress dialog."""

@@ -1,78 +1,127 @@
-"""Offline render speed (x real time) of the demo, Brick & Steel and a long show,
-in one process versus the espeak-ng process pool.
+"""Offline render at audiobook scale: Troupe's `main.py render` against `espeak-ng -f` on
+the same dialogue text, and peak memory at 1 and 10 hours of script.
 
-    python benchmarks/bench_render.py [--repeats 3]
+    python benchmarks/bench_render.py [--repeats 3] [--hours 1 10] [--processes 2]
+
+The long scripts are the demo screenplay repeated (a real script, as a user would write it).
+Each run is a whole process under /usr/bin/time -v (wall time, peak RSS of the largest
+process); Troupe and espeak-ng alternate within each repeat. Needs the `espeak-ng` program
+(Debian package espeak-ng) for the speed comparison.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import math
+import re
+import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from _common import ROOT, save, table
 
-from engine.cast import Cast
-from engine.core.types import Script, Voice
-from engine.render import render_script
 from engine.script import load_script
-from engine.synthesis.base import SynthRequest
-from engine.synthesis.espeak import EspeakSynthesizer
-from engine.synthesis.pool import EspeakPool
+
+DEMO = ROOT / "assets" / "demo" / "the_last_broadcast.fountain"
+DEMO_S = 51.2
+TARGET_RATIO = 1.0
+TARGET_RSS_MB = 300
 
 
-def long_show(script: Script, times: int) -> Script:
-    """The script repeated `times` times, as one long show (an audiobook-sized render)."""
-    cues = []
-    for k in range(times):
-        for c in script.cues:
-            cues.append(dataclasses.replace(c, index=len(cues), scene=c.scene + k * len(script.scenes)))
-    scenes = tuple(
-        dataclasses.replace(s, index=s.index + k * len(script.scenes))
-        for k in range(times)
-        for s in script.scenes
-    )
-    return dataclasses.replace(script, cues=tuple(cues), scenes=scenes, title=f"{script.title} x{times}")
+def long_script(folder: Path, hours: float) -> tuple[Path, Path]:
+    """The demo repeated to `hours` of audio, and its dialogue alone as plain text."""
+    head, body = DEMO.read_text(encoding="utf-8").split("\n\n", 1)
+    times = math.ceil(hours * 3600 / DEMO_S)
+    path = folder / f"show_{hours:g}h.fountain"
+    path.write_text(head + "\n\n" + "\n\n".join([body] * times), encoding="utf-8")
+    text = folder / f"dialogue_{hours:g}h.txt"
+    text.write_text("\n".join(c.text for c in load_script(path).cues) + "\n", encoding="utf-8")
+    return path, text
+
+
+def timed(cmd: list[str], out_dir: Path) -> dict[str, float]:
+    """Run `cmd` under /usr/bin/time -v: wall seconds, peak RSS (MB), bytes left in out_dir."""
+    shutil.rmtree(out_dir, ignore_errors=True)
+    out_dir.mkdir(parents=True)
+    t0 = time.perf_counter()
+    proc = subprocess.run(["/usr/bin/time", "-v", *cmd], capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        sys.exit(f"{cmd[0]} failed:\n{proc.stderr[-2000:]}")
+    rss_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr).group(1))
+    disk = sum(p.stat().st_size for p in out_dir.rglob("*") if p.is_file())
+    audio = re.search(r"([\d.]+) s of audio", proc.stdout)
+    return {"wall_s": wall, "rss_mb": rss_kb / 1024, "disk_mb": disk / 1e6,
+            "audio_s": float(audio.group(1)) if audio else 0.0}  # fmt: skip
+
+
+def troupe(script: Path, out: Path, processes: int, fmt: str = "wav") -> list[str]:
+    return [sys.executable, str(ROOT / "main.py"), "render", str(script), "-o", str(out / f"mix.{fmt}"),
+            "--processes", str(processes)]  # fmt: skip
+
+
+def speed(folder: Path, hours: float, repeats: int, processes: int) -> dict[str, Any]:
+    script, text = long_script(folder, hours)
+    espeak = shutil.which("espeak-ng")
+    if espeak is None:
+        sys.exit("espeak-ng is not installed (apt-get install espeak-ng)")
+    ours, theirs = [], []
+    for _ in range(repeats):  # alternate, so a busy moment on the machine hits both
+        ours.append(timed(troupe(script, folder / "out", processes), folder / "out"))
+        theirs.append(timed([espeak, "-f", str(text), "-w", str(folder / "ref" / "out.wav")], folder / "ref"))
+    ratios = [a["wall_s"] / b["wall_s"] for a, b in zip(ours, theirs, strict=True)]
+    return {
+        "hours": hours, "lines": len(load_script(script).cues), "audio_s": ours[0]["audio_s"],
+        "troupe_wall_s": statistics.median(r["wall_s"] for r in ours),
+        "espeak_wall_s": statistics.median(r["wall_s"] for r in theirs),
+        "ratio": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
+        "x_real_time": ours[0]["audio_s"] / statistics.median(r["wall_s"] for r in ours),
+        "troupe_rss_mb": max(r["rss_mb"] for r in ours), "espeak_rss_mb": max(r["rss_mb"] for r in theirs),
+        "troupe_disk_mb": ours[0]["disk_mb"], "espeak_disk_mb": theirs[0]["disk_mb"],
+    }  # fmt: skip
+
+
+def memory(folder: Path, hours: float, processes: int) -> dict[str, Any]:
+    script, _ = long_script(folder, hours)
+    rows = {}
+    for fmt in ("wav", "flac"):
+        rows[fmt] = timed(troupe(script, folder / "out", processes, fmt), folder / "out")
+    flac = rows["flac"]
+    return {
+        "hours": hours, "audio_s": flac["audio_s"], "wall_s_flac": flac["wall_s"],
+        "x_real_time_flac": flac["audio_s"] / flac["wall_s"], "rss_mb_wav": rows["wav"]["rss_mb"],
+        "rss_mb_flac": flac["rss_mb"], "disk_mb_wav": rows["wav"]["disk_mb"], "disk_mb_flac": flac["disk_mb"],
+    }  # fmt: skip
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--hours", type=float, nargs="+", default=[1, 10], help="script lengths for memory")
+    ap.add_argument("--speed-hours", type=float, default=1, help="script length for the speed A/B")
+    ap.add_argument("--processes", type=int, default=2)
     args = ap.parse_args()
-    demo = load_script(ROOT / "assets" / "demo" / "the_last_broadcast.fountain")
-    brick = load_script(ROOT.parent / "shared" / "testdata" / "brick_and_steel.fountain")
-    scripts = {"demo": demo, "brick_and_steel": brick, "demo_x10": long_show(demo, 10)}
-    t0 = time.perf_counter()
-    pool = EspeakPool(2)
-    pool.synthesize([SynthRequest("warm up", Voice())] * 2)  # spawn both workers before timing
-    pool_start_s = time.perf_counter() - t0
-    backends = {"one_process": EspeakSynthesizer(), "pool_2": pool}
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for sname, script in scripts.items():
-            cast = Cast.auto(script)
-            for bname, synth in backends.items():
-                walls, synths = [], []
-                for _ in range(args.repeats):
-                    t = time.perf_counter()
-                    result = render_script(script, cast, Path(tmp) / "mix.wav", synth)
-                    walls.append(time.perf_counter() - t)
-                    synths.append(result.synth_s)
-                wall = statistics.median(walls)
-                rows.append({
-                    "script": sname, "backend": bname, "lines": len(script.cues),
-                    "audio_s": round(result.duration_s, 2), "wall_s": round(wall, 3),
-                    "synth_s": round(statistics.median(synths), 3),
-                    "x_real_time": round(result.duration_s / wall, 1),
-                })  # fmt: skip
-    pool.close()
-    print(table(rows, ["script", "backend", "lines", "audio_s", "wall_s", "synth_s", "x_real_time"]))
-    print(f"pool start-up (2 spawned workers): {pool_start_s:.2f} s, not included above")
-    path = save("bench_render", {"repeats": args.repeats, "pool_start_s": pool_start_s, "rows": rows,
-                                 "target_x_real_time": 200})  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="troupe-bench-") as tmp:
+        folder = Path(tmp)
+        fast = speed(folder, args.speed_hours, args.repeats, args.processes)
+        mem = [memory(folder, h, args.processes) for h in args.hours]
+    cols = ["hours", "lines", "audio_s", "troupe_wall_s", "espeak_wall_s", "ratio", "ratio_min", "ratio_max",
+            "x_real_time", "troupe_rss_mb", "espeak_rss_mb", "troupe_disk_mb", "espeak_disk_mb"]  # fmt: skip
+    print(f"speed: Troupe render (WAV 24-bit stereo 48 kHz, {args.processes} processes) against "
+          f"espeak-ng -f (WAV 16-bit mono 22 kHz), median of {args.repeats}; "
+          f"target ratio <= {TARGET_RATIO}")  # fmt: skip
+    print(table([fast], cols))
+    print(f"\nmemory: peak RSS of the largest process; target flat, <= {TARGET_RSS_MB} MB")
+    print(table(mem, ["hours", "audio_s", "wall_s_flac", "x_real_time_flac", "rss_mb_wav", "rss_mb_flac",
+                      "disk_mb_wav", "disk_mb_flac"]))  # fmt: skip
+    path = save("bench_render", {"repeats": args.repeats, "processes": args.processes, "speed": fast,
+                                 "memory": mem, "target_ratio": TARGET_RATIO,
+                                 "target_rss_mb": TARGET_RSS_MB})  # fmt: skip
     print(f"wrote {path}")
 
 

@@ -19,9 +19,9 @@ WORKER_NICENESS = 5
 """Synthesis is soft real time, the audio stream is hard: workers yield the CPU to it."""
 
 
-def _warm() -> None:
+def _warm(niceness: int = WORKER_NICENESS) -> None:
     with contextlib.suppress(OSError):  # not permitted on some systems; the pool still works
-        os.nice(WORKER_NICENESS)
+        os.nice(niceness)
     synthesize_text("a", Voice())
 
 
@@ -31,15 +31,19 @@ class EspeakPool:
     name = "espeak"
     sample_rate_hz = SAMPLE_RATE_HZ
 
-    def __init__(self, processes: int | None = None) -> None:
+    def __init__(self, processes: int | None = None, niceness: int = WORKER_NICENESS) -> None:
+        """`niceness` 0 for an offline render, which has no audio stream to yield to."""
         self.processes = max(1, processes or os.cpu_count() or 1)
         self.max_batch = self.processes
+        self.niceness = niceness
         # spawn, not fork: the parent may hold Qt, PortAudio or espeak state that must not be cloned.
         self._context = multiprocessing.get_context("spawn")
         self._executor = self._start()
 
     def _start(self) -> ProcessPoolExecutor:
-        executor = ProcessPoolExecutor(self.processes, mp_context=self._context, initializer=_warm)
+        executor = ProcessPoolExecutor(
+            self.processes, mp_context=self._context, initializer=_warm, initargs=(self.niceness,)
+        )
         return executor
 
     def submit(self, text: str, voice: Voice) -> Future[Mono]:

@@ -138,6 +138,15 @@ def test_render_job_writes_the_mix(
     assert any((tmp_path / "stems").iterdir())
 
 
+def test_render_fault_reaches_the_banner(qtbot, engine: Engine, make_window, tmp_path: Path) -> None:
+    w = make_window(engine)
+    w.open_script(DEMO)
+    (tmp_path / "not_a_folder").write_text("")
+    w.start_render(tmp_path / "not_a_folder" / "show.wav", None)
+    qtbot.waitUntil(lambda: "it is a file, not a folder" in w.banner.text, timeout=60_000)
+    assert w.banner.isVisibleTo(w) and "not_a_folder" in w.banner.text
+
+
 def test_render_with_stand_ins_tells_the_director(qtbot, engine: Engine, make_window, tmp_path: Path) -> None:
     from engine.render import LineTiming, RenderResult
 

@@ -15,21 +15,24 @@ import soundfile as sf
 from engine.cast import Cast
 from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ
+from engine.export import ExportError
 from engine.render import RenderCancelled, render_script
 from engine.script import load_script
 from engine.synthesis.espeak import EspeakSynthesizer
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DEMO = ROOT / "assets" / "demo" / "the_last_broadcast.fountain"
+
+
+def _run_main(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(ROOT / "main.py"), "render", *args],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
 
 
 def test_main_render_subprocess(tmp_path: Path) -> None:
     out = tmp_path / "mix.wav"
     stems = tmp_path / "stems"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "main.py"), "render", str(DEMO), "-o", str(out), "--stems", str(stems)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    proc = _run_main(str(DEMO), "-o", str(out), "--stems", str(stems))
     assert proc.returncode == 0, proc.stderr
     mix, rate = sf.read(out, dtype="float32")
     assert rate == SAMPLE_RATE_HZ and mix.shape[1] == 2
@@ -40,16 +43,26 @@ def test_main_render_subprocess(tmp_path: Path) -> None:
     assert len(mix) / rate == pytest.approx(last_end + 0.5, abs=0.01)
     assert np.sqrt(np.mean(mix**2)) > 0.01
     script = load_script(DEMO)
+    cast = Cast.auto(script)
     assert sheet.count("-->") == len(script.cues)
+    total = np.zeros_like(mix)
     for role in script.roles:
-        stem, _ = sf.read(stems / f"{role}.wav", dtype="float32")
-        assert len(stem) == len(mix)
+        stem, _ = sf.read(stems / f"{role}.flac", dtype="float32", always_2d=True)
+        # FLAC by default; mono where the role sits in the centre, stereo where it is panned
+        assert stem.shape == (len(mix), 1 if cast[role].pan == 0 else 2), role
         assert np.abs(stem).max() > 0.05, f"stem {role} is silent"
+        total += stem if stem.shape[1] == 2 else np.repeat(stem, 2, axis=1)
     # the stems add up to the mix wherever the limiter is idle
-    total = sum(sf.read(stems / f"{r}.wav", dtype="float32")[0] for r in script.roles)
     quiet = np.abs(total).max(axis=1) < 0.8
     np.testing.assert_allclose(total[quiet], mix[quiet], atol=2e-4)  # 24-bit rounding
     assert "real time" in proc.stdout
+    assert not list(tmp_path.rglob("*.partial"))
+
+
+def test_no_stems_unless_asked(tmp_path: Path) -> None:
+    proc = _run_main(str(DEMO), "-o", str(tmp_path / "mix.flac"))
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mix.flac", "mix.srt"]
 
 
 def test_main_render_bad_script_is_one_clear_line(tmp_path: Path, testdata: Path) -> None:
@@ -94,8 +107,8 @@ def test_edits_and_cancel(tmp_path: Path) -> None:
     with pytest.raises(RenderCancelled):
         render_script(script, cast, tmp_path / "b.wav", EspeakSynthesizer(), cancel=cancel)
     assert not (tmp_path / "b.wav").exists()
-    with pytest.raises(Exception, match=r"must end in \.wav or \.flac"):
-        render_script(script, cast, tmp_path / "c.mp3", EspeakSynthesizer())
+    with pytest.raises(ExportError, match=r"c\.mp2: unknown audio format \.mp2; use one of \.wav, \.flac"):
+        render_script(script, cast, tmp_path / "c.mp2", EspeakSynthesizer())
 
 
 def _cast_one_role_to(script, voice_id: str) -> tuple[Cast, str]:  # type: ignore[no-untyped-def]
@@ -157,3 +170,33 @@ def test_render_survives_a_backend_crash(tmp_path: Path) -> None:
     assert not result.failed
     assert result.fell_back and all("out of memory" in (ln.fallback or "") for ln in result.fell_back)
     assert {ln.role for ln in result.fell_back} == {role}
+
+
+def _process_group(pgid: int) -> list[str]:
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # exited while we looked
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[2]) == pgid:
+            members.append(f"{entry.name} {fields[0]} {cmdline[:80]}")
+    return members
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_render_leaves_no_process_behind(tmp_path: Path) -> None:
+    """The render with a worker pool, in its own process group: when it exits, the group is
+    empty (no worker, no resource tracker, no encoder)."""
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "main.py"), "render", str(DEMO), "-o", str(tmp_path / "m.flac"),
+         "--processes", "2", "--stems", str(tmp_path / "stems")],
+        start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert _process_group(proc.pid) == []

@@ -1,0 +1,84 @@
+"""After the mix is streamed: loudness normalisation (a second pass over a lossless
+premaster, so memory stays flat) and audiobook chapters and tags."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+from engine.core.types import SAMPLE_RATE_HZ, Script
+from engine.export import FORMATS
+from engine.render.outputs import OutputFiles, _Target, partial_path
+from engine.render.result import LineTiming, Progress
+
+
+@dataclass(frozen=True)
+class Normalised:
+    measured_lufs: float
+    gain_db: float
+
+
+def premaster_path(out: Path) -> Path:
+    return out.with_name(out.name + ".premaster.flac")
+
+
+def normalise_into(out: Path, premaster: _Target, files: OutputFiles, measured_lufs: float, target: object,
+                   sample_format: str, progress: Progress | None) -> Normalised:  # fmt: skip
+    """Read the premaster, bring it to `target` (a `LoudnessTarget`), write `out`; the
+    premaster is removed once the final file is written."""
+    from engine.export.loudness import LoudnessTarget, normalise
+
+    assert isinstance(target, LoudnessTarget)
+    src = partial_path(premaster.path)
+    final = files.open(out, 2, SAMPLE_RATE_HZ, sample_format)
+    with sf.SoundFile(src) as f:
+        n = f.frames
+
+        def read(a: int, b: int) -> np.ndarray:
+            f.seek(a)
+            return np.asarray(f.read(b - a, dtype="float32", always_2d=True))
+
+        done = 0
+        for block in normalise(read, n, measured_lufs, target):
+            final.writer.write(block)
+            done += len(block)
+            if progress:
+                progress(0.9 + 0.09 * done / max(1, n), f"normalising loudness to {target.lufs:g} LUFS")
+    final.writer.close()
+    final.done = True
+    files.targets.remove(premaster)
+    src.unlink()
+    return Normalised(measured_lufs, target.lufs - measured_lufs)
+
+
+def scene_chapters(script: Script, lines: Sequence[LineTiming]) -> list[tuple[float, str]]:
+    """(start, title) of each scene that has a voiced line, in time order; the first from 0."""
+    starts: dict[int, float] = {}
+    for ln in lines:
+        if not ln.error:
+            starts[ln.scene] = min(starts.get(ln.scene, ln.start_s), ln.start_s)
+    rows = sorted((s, k) for k, s in starts.items())
+    out = []
+    for n, (start_s, k) in enumerate(rows):
+        title = script.scenes[k].heading if k < len(script.scenes) else f"Chapter {n + 1}"
+        out.append((0.0 if n == 0 else start_s, title))
+    return out
+
+
+def finish_audiobook(out: Path, script: Script, lines: Sequence[LineTiming], duration_s: float) -> None:
+    """Chapters from the scenes and tags from the title page, into the (partial) M4B file."""
+    from engine.export.audiobook import Chapter, add_chapters, book_tags, write_tags
+
+    path = partial_path(out)
+    chapters = [Chapter(s, t) for s, t in scene_chapters(script, lines)]
+    if chapters:
+        add_chapters(path, chapters, duration_s, str(out))
+    write_tags(path, book_tags(script.metadata, script.title), str(out))
+
+
+def is_audiobook(out: Path) -> bool:
+    return out.suffix.lower() in FORMATS["m4a"].suffixes

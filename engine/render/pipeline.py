@@ -1,0 +1,273 @@
+"""Offline render as a pipeline: lines voice ahead in workers, the mixer consumes them in
+timeline order and releases each clip once written, and files encode on their own thread."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from engine.cast import Cast
+from engine.core.errors import TroupeError
+from engine.core.types import SAMPLE_RATE_HZ, Script
+from engine.export import FORMATS, SAMPLE_FORMATS, ExportError
+from engine.export.formats import format_for_path, require
+from engine.export.writers import describe
+from engine.mixer import Clip, MixControls, Pacing
+from engine.render import finishing, sizing
+from engine.render.layout import StreamLayout
+from engine.render.mixdown import StreamMixer
+from engine.render.outputs import BlockWriter, Encoder, OutputFiles, partial_path, stem_format
+from engine.render.result import (
+    STEM_MODES,
+    LineTiming,
+    Progress,
+    RenderCancelled,
+    RenderResult,
+    StemOptions,
+    write_cue_sheet,
+)
+from engine.render.voicing import voice_in_order
+from engine.synthesis.base import Synthesizer
+
+if TYPE_CHECKING:
+    from engine.export.loudness import LoudnessTarget
+
+BLOCK_FRAMES = 65_536
+TAIL_S = 0.5
+
+
+def safe_name(role: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", role).strip("_") or "role"
+
+
+@dataclasses.dataclass
+class _Job:
+    """Everything one render needs, checked before anything is written."""
+
+    script: Script
+    cast: Cast
+    out: Path
+    stems_dir: Path | None
+    stems: StemOptions
+    sample_format: str
+    stem_channels: dict[str, int]
+    loudness: LoudnessTarget | None = None
+
+    def stem_path(self, role: str) -> Path:
+        assert self.stems_dir is not None
+        return self.stems_dir / f"{safe_name(role)}.{self.stems.format}"
+
+    def clip_path(self, cue_index: int, role: str) -> Path:
+        assert self.stems_dir is not None
+        return self.stems_dir / f"{cue_index + 1:05d}_{safe_name(role)}.{self.stems.format}"
+
+
+def _check(job: _Job, pacing: Pacing, free: sizing.DiskFree) -> None:
+    fmt = format_for_path(str(job.out))
+    require(fmt, str(job.out))
+    if job.sample_format not in SAMPLE_FORMATS:
+        raise ExportError(f"sample format must be one of {', '.join(SAMPLE_FORMATS)}")
+    est = sizing.estimate_show(job.script, job.cast, pacing)
+    voiced_total = sum(est.voiced_s.values())
+    needs = [(job.out.parent, sizing.audio_bytes(fmt, 2, job.sample_format, voiced_total, est.duration_s),
+              "mix")]  # fmt: skip
+    if job.loudness is not None:
+        n = sizing.audio_bytes(FORMATS["flac"], 2, "s24", voiced_total, est.duration_s)
+        needs.append((job.out.parent, n, "premaster for loudness"))
+    if job.stems_dir is not None:
+        sfmt = stem_format(job.stems.format)
+        if job.stems.mode not in STEM_MODES:
+            raise ExportError(f"stem mode must be one of {', '.join(STEM_MODES)}, not {job.stems.mode!r}")
+        if job.stems.mode == "clips":
+            n = sizing.audio_bytes(sfmt, 1, job.stems.sample_format, voiced_total, voiced_total)
+            needs.append((job.stems_dir, n, f"{len(job.script.cues)} clips"))
+        else:
+            n = sum(sizing.audio_bytes(sfmt, ch, job.stems.sample_format, est.voiced_s.get(r, 0.0),
+                                       est.duration_s) for r, ch in job.stem_channels.items())  # fmt: skip
+            needs.append((job.stems_dir, n, f"{len(job.stem_channels)} stems"))
+    sizing.check_space(needs, free)
+
+
+def render_script(
+    script: Script,
+    cast: Cast,
+    out_path: str | Path,
+    synth: Synthesizer,
+    stems_dir: str | Path | None = None,
+    pacing: Pacing = Pacing(),
+    edits: Mapping[int, str] | None = None,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+    *,
+    stems: StemOptions = StemOptions(),
+    sample_format: str = "s24",
+    loudness: LoudnessTarget | None = None,
+    free: sizing.DiskFree = sizing.disk_free,
+) -> RenderResult:
+    """Render `script` to `out_path` (and stems), streaming: memory does not grow with the
+    show. `loudness` normalises the mix (a second pass); an .m4b/.m4a mix gets the scenes as
+    chapters and the title page as tags. A render that fails or is cancelled removes its
+    partial files and says so."""
+    if edits:
+        cues = tuple(c.with_text(edits[c.index]) if c.index in edits else c for c in script.cues)
+        script = dataclasses.replace(script, cues=cues)
+    stem_channels = {r: 1 if cast[r].pan == 0 else 2 for r in script.roles}
+    job = _Job(script, cast, Path(out_path), Path(stems_dir) if stems_dir is not None else None, stems,
+               sample_format, stem_channels, loudness)  # fmt: skip
+    for folder in (job.out.parent, job.stems_dir):
+        if folder is not None and folder.exists() and not folder.is_dir():
+            raise ExportError(f"{folder}: cannot write there: it is a file, not a folder")
+    _check(job, pacing, free)
+    files = OutputFiles()
+    try:
+        job.out.parent.mkdir(parents=True, exist_ok=True)
+        if job.stems_dir is not None:
+            job.stems_dir.mkdir(parents=True, exist_ok=True)
+        return _render(job, synth, pacing, files, progress, cancel)
+    except OSError as exc:
+        removed = files.discard()
+        raise ExportError(f"{describe(exc, str(exc.filename or job.out))}{_removed(removed)}") from exc
+    except RenderCancelled:
+        raise RenderCancelled(f"render cancelled{_removed(files.discard())}") from None
+    except KeyboardInterrupt:
+        raise RenderCancelled(f"render interrupted{_removed(files.discard())}") from None
+    except TroupeError as exc:
+        removed = files.discard()
+        raise type(exc)(f"{exc}{_removed(removed)}") from exc
+    except BaseException:
+        files.discard()
+        raise
+
+
+def _removed(paths: list[Path]) -> str:
+    if not paths:
+        return "; nothing was left on disk"
+    names = ", ".join(p.name for p in paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+    return f"; removed {len(paths)} partial file(s): {names}"
+
+
+def _render(job: _Job, synth: Synthesizer, pacing: Pacing, files: OutputFiles, progress: Progress | None,
+            cancel: threading.Event | None) -> RenderResult:  # fmt: skip
+    script, cast = job.script, job.cast
+    controls = MixControls.from_voices({r: cast[r] for r in script.roles})
+    role_stems = job.stems_dir is not None and job.stems.mode == "roles"
+    mixer = StreamMixer(controls, script.roles if role_stems else ())
+    meter = None
+    if job.loudness is not None:  # a lossless premaster, metered as it is written, normalised after
+        from engine.export.loudness import LoudnessMeter
+
+        meter = LoudnessMeter(SAMPLE_RATE_HZ)
+        mix = files.open(finishing.premaster_path(job.out), 2, SAMPLE_RATE_HZ, "s24", FORMATS["flac"])
+    else:
+        mix = files.open(job.out, 2, SAMPLE_RATE_HZ, job.sample_format)
+    stem_targets = {r: files.open(job.stem_path(r), ch, SAMPLE_RATE_HZ, job.stems.sample_format,
+                                  stem_format(job.stems.format))
+                    for r, ch in job.stem_channels.items()} if role_stems else {}  # fmt: skip
+    encoder = Encoder()
+    blocks = BlockWriter(mix, stem_targets, meter)
+    layout = StreamLayout(script.cues, pacing)
+    lines: list[LineTiming] = []
+    fallbacks: dict[int, str] = getattr(synth, "fallbacks", {})
+    t0 = time.perf_counter()
+
+    def flush(limit_frame: int, final: bool = False) -> None:
+        """Mix and queue every whole block before `limit_frame` (at the end, the rest too)."""
+        while mixer.written_frames < limit_frame:
+            n = min(BLOCK_FRAMES, limit_frame - mixer.written_frames)
+            if n < BLOCK_FRAMES and not final:
+                return
+            block = mixer.next_block(n)
+            encoder.put(lambda b=block: blocks.write(b))  # type: ignore[misc]
+
+    try:
+        for k, (cue, audio, error) in enumerate(voice_in_order(script.cues, cast, synth, cancel), start=1):
+            duration_s = 0.0 if audio is None else len(audio) / SAMPLE_RATE_HZ
+            start_s = layout.place(cue, duration_s)
+            if audio is not None and len(audio):
+                clip = Clip(round(start_s * SAMPLE_RATE_HZ), cue.role, audio, cue.index)
+                mixer.add(clip)
+                if job.stems_dir is not None and job.stems.mode == "clips":
+                    encoder.put(lambda c=clip: _write_clip(job, files, c))  # type: ignore[misc]
+            lines.append(LineTiming(cue.index, cue.role, cue.text, start_s, duration_s, error,
+                                    fallbacks.get(cue.index), cue.scene))  # fmt: skip
+            frontier = layout.frontier_s()
+            if frontier != float("inf"):
+                flush(int(frontier * SAMPLE_RATE_HZ))
+            if progress:
+                written = _clock(mixer.written_frames / SAMPLE_RATE_HZ)
+                progress(0.97 * k / len(script.cues),
+                         f"{k} of {len(script.cues)} lines voiced, {written} of audio written")  # fmt: skip
+        if cancel is not None and cancel.is_set():
+            raise RenderCancelled("render cancelled")
+        end_frame = mixer.end_frame + round(TAIL_S * SAMPLE_RATE_HZ)
+        flush(end_frame, final=True)
+        encoder.finish()
+    except BaseException:
+        encoder.abandon()
+        raise
+    finally:
+        blocks.close()
+    synth_done = time.perf_counter()
+    files.close_all()
+    result = RenderResult(job.out, end_frame / SAMPLE_RATE_HZ, lines, synth_s=synth_done - t0)
+    if meter is not None:
+        done = finishing.normalise_into(job.out, mix, files, meter.integrated_lufs(), job.loudness,
+                                        job.sample_format, progress)  # fmt: skip
+        result.loudness_measured_lufs, result.loudness_gain_db = done.measured_lufs, done.gain_db
+    if finishing.is_audiobook(job.out):
+        finishing.finish_audiobook(job.out, script, lines, result.duration_s)
+    result.stems = {r: t.path for r, t in stem_targets.items()}
+    if job.stems_dir is not None and job.stems.mode == "clips":
+        result.stems = {p.stem: p for p in files.extra}
+    result.bytes_written = files.commit()
+    result.cue_sheet = job.out.with_suffix(".srt")
+    write_cue_sheet(result.cue_sheet, lines)
+    if job.stems_dir is not None:
+        result.timeline = _write_timeline(job, result)
+    result.mix_s = time.perf_counter() - synth_done
+    if progress:
+        progress(1.0, f"done: {_clock(result.duration_s)} of audio")
+    return result
+
+
+def _write_clip(job: _Job, files: OutputFiles, clip: Clip) -> None:
+    from engine.export import FileWriter
+
+    path = job.clip_path(clip.cue_index, clip.role)
+    files.extra.append(path)
+    w = FileWriter(partial_path(path), stem_format(job.stems.format), 1, SAMPLE_RATE_HZ,
+                   job.stems.sample_format, str(path))  # fmt: skip
+    try:
+        w.write(clip.audio.reshape(-1, 1).astype(np.float32, copy=False))
+        w.close()
+    except BaseException:
+        w.abort()
+        raise
+
+
+def _write_timeline(job: _Job, result: RenderResult) -> Path | None:
+    try:
+        from engine.export.timeline import write_timeline
+    except ImportError:
+        return None  # the export extra (opentimelineio) is not installed
+    assert job.stems_dir is not None
+    path = job.stems_dir / "timeline.otio"
+    media = {ln.cue_index: job.clip_path(ln.cue_index, ln.role) for ln in result.lines if not ln.error}
+    if job.stems.mode == "roles":
+        media = {ln.cue_index: job.stem_path(ln.role) for ln in result.lines if not ln.error}
+    write_timeline(path, job.script, result.lines, media, per_line=job.stems.mode == "clips",
+                   mix=result.path)  # fmt: skip
+    return path
+
+
+def _clock(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{s:02d}"

@@ -1,0 +1,84 @@
+"""What a render produces: line timings, the files written, and the render's options."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.core.errors import TroupeError
+from engine.script.subtitles import format_srt_time
+
+Progress = Callable[[float, str], None]
+"""Called with (fraction done 0..1, what is happening)."""
+
+STEM_MODES = ("roles", "clips")
+
+
+class RenderCancelled(TroupeError):
+    """The render was cancelled; its partial files were removed (the message lists them)."""
+
+
+@dataclass(frozen=True)
+class StemOptions:
+    """What a render writes besides the mix, when it writes stems at all."""
+
+    mode: str = "roles"
+    """'roles': one file per role, all in one pass; 'clips': one file per line plus a timeline."""
+    format: str = "flac"
+    """A lossless format ('flac' or 'wav'): silence in a FLAC stem costs almost nothing."""
+    sample_format: str = "s24"
+
+
+@dataclass(frozen=True)
+class LineTiming:
+    """Where one line ended up in the render."""
+
+    cue_index: int
+    role: str
+    text: str
+    start_s: float
+    duration_s: float
+    error: str | None = None
+    fallback: str | None = None
+    """Why an espeak-ng stand-in voiced this line instead of the voice it is cast to."""
+    scene: int = 0
+
+
+@dataclass
+class RenderResult:
+    """What a render produced, and how long each stage took."""
+
+    path: Path
+    duration_s: float
+    lines: list[LineTiming]
+    stems: dict[str, Path] = field(default_factory=dict)
+    """Role (or, in clips mode, the line's file stem) -> file written."""
+    cue_sheet: Path | None = None
+    timeline: Path | None = None
+    """The OpenTimelineIO file next to the stems, when stems were written."""
+    synth_s: float = 0.0
+    mix_s: float = 0.0
+    bytes_written: int = 0
+    loudness_measured_lufs: float | None = None
+    """The mix's integrated loudness before normalisation (None when not normalised)."""
+    loudness_gain_db: float | None = None
+
+    @property
+    def failed(self) -> list[LineTiming]:
+        return [ln for ln in self.lines if ln.error]
+
+    @property
+    def fell_back(self) -> list[LineTiming]:
+        return [ln for ln in self.lines if ln.fallback and not ln.error]
+
+
+def write_cue_sheet(path: Path, lines: list[LineTiming]) -> None:
+    """An SRT of the actual line timings, `[ROLE] text`, in time order."""
+    rows = sorted((ln for ln in lines if not ln.error), key=lambda ln: (ln.start_s, ln.cue_index))
+    fmt = format_srt_time
+    blocks = [
+        f"{k}\n{fmt(ln.start_s)} --> {fmt(ln.start_s + ln.duration_s)}\n[{ln.role}] {ln.text}\n"
+        for k, ln in enumerate(rows, start=1)
+    ]
+    path.write_text("\n".join(blocks), encoding="utf-8")

@@ -1,0 +1,70 @@
+"""Voicing ahead: batches of lines synthesize in the background while earlier lines are mixed."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from engine.cast import Cast
+from engine.core.errors import SynthesisError
+from engine.core.types import Cue
+from engine.render.result import RenderCancelled
+from engine.synthesis.base import Mono, Synthesizer, SynthRequest
+
+BATCHES_AHEAD = 3
+"""Batches in flight: enough to keep every worker busy, few enough that memory stays flat."""
+
+Voiced = tuple[Cue, Mono | None, str | None]
+"""A cue, its audio (None if it failed) and the error."""
+
+
+def _voice_batch(synth: Synthesizer, cues: Sequence[Cue], cast: Cast) -> list[Voiced]:
+    """One batch; if the batch fails, each line is retried alone so a bad line fails alone."""
+    requests = [SynthRequest(c.text, cast[c.role], c.index) for c in cues]
+    try:
+        return [(c, a, None) for c, a in zip(cues, synth.synthesize(requests), strict=True)]
+    except SynthesisError:
+        pass
+    out: list[Voiced] = []
+    for c, r in zip(cues, requests, strict=True):
+        try:
+            out.append((c, synth.synthesize([r])[0], None))
+        except SynthesisError as exc:
+            out.append((c, None, str(exc)))
+    return out
+
+
+def batch_size(synth: Synthesizer) -> int:
+    return max(1, synth.max_batch) * 8
+
+
+def voice_in_order(
+    cues: Sequence[Cue],
+    cast: Cast,
+    synth: Synthesizer,
+    cancel: threading.Event | None = None,
+    ahead: int = BATCHES_AHEAD,
+) -> Iterator[Voiced]:
+    """Every cue with its audio, in script order, at most `ahead` batches voiced early."""
+    step = batch_size(synth)
+    starts = iter(range(0, len(cues), step))
+    pending: deque[Future[list[Voiced]]] = deque()
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="troupe-voice") as pool:
+        try:
+            for _ in range(ahead):
+                k = next(starts, None)
+                if k is not None:
+                    pending.append(pool.submit(_voice_batch, synth, cues[k : k + step], cast))
+            while pending:
+                if cancel is not None and cancel.is_set():
+                    raise RenderCancelled("render cancelled")
+                done = pending.popleft().result()
+                k = next(starts, None)
+                if k is not None:
+                    pending.append(pool.submit(_voice_batch, synth, cues[k : k + step], cast))
+                yield from done
+        finally:
+            for f in pending:
+                f.cancel()
