@@ -39,6 +39,7 @@ from engine.scheduler.request import Clock, monotonic
 from engine.script import load_script
 from engine.show import Show
 from engine.synthesis.espeak import EspeakSynthesizer, espeak_variants, espeak_voices
+from engine.synthesis.kokoro import warm_up_in_background
 from engine.synthesis.router import Router
 
 T = TypeVar("T")
@@ -134,7 +135,8 @@ class Engine:
         self.settings = settings or EngineSettings()
         self.clock = clock
         self.ring = MixRing(self.settings.ring_frames)
-        backends = standard_backends(self.settings.processes, self.settings.neural)
+        # Neural models load when a role is first cast to them (see `_warm_up`), not at start.
+        backends = standard_backends(self.settings.processes, self.settings.neural, warm_up=False)
         self.scheduler = Scheduler(backends, SchedulerConfig(policy=self.settings.policy), clock)
         self.script: Script | None = None
         self.cast = Cast()
@@ -154,6 +156,7 @@ class Engine:
         self.queue_wait_ms = Rolling(60.0, clock)
         self.anomalies = AnomalyDetector(clock=clock)
         self._latency_points: list[tuple[float, float, bool]] = []
+        self._warm_ups: dict[str, threading.Thread] = {}
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._run, name="troupe-engine", daemon=True)
@@ -308,6 +311,7 @@ class Engine:
                          self.settings.render_ahead_ms, clock=self.clock)  # fmt: skip
         self.show.on_request_done = self._on_request_done
         self._warn_missing_backends(cast.voices.keys())
+        self._warm_up(cast.voices.keys())
         self._history = np.zeros((len(script.roles), HISTORY_COLUMNS), np.float32)
         self._snapshot = self._build_snapshot()
 
@@ -450,6 +454,18 @@ class Engine:
         self._show().recast(role, **changes)
         if "backend" in changes or "voice_id" in changes:
             self._warn_missing_backends([role])
+            self._warm_up([role])
+
+    def _warm_up(self, roles: Iterable[str]) -> None:
+        """Start loading the model of each neural backend a role is cast to (once each), so
+        its first line does not wait for the load; `close` waits for every load it started."""
+        for role in roles:
+            name = self.cast[role].backend
+            backend = self.scheduler.backends.get(name)
+            if name != "espeak" and backend is not None and name not in self._warm_ups:
+                thread = warm_up_in_background(backend.synth)
+                if thread is not None:
+                    self._warm_ups[name] = thread
 
     def _warn_missing_backends(self, roles: Iterable[str]) -> None:
         """Tell the director (banner) which roles are cast to a backend not installed here:
@@ -509,6 +525,8 @@ class Engine:
         self._stop.set()
         self._wake.set()
         self._thread.join(10)
+        for thread in self._warm_ups.values():
+            thread.join()  # a model still loading must not outlive the interpreter
         if self.show is not None:
             self.show.close()
         self.scheduler.close()
