@@ -423,7 +423,7 @@ def run_gui(args: argparse.Namespace) -> int:
     app.setOrganizationName("Troupe")
     settings = EngineSettings(
         processes=getattr(args, "processes", 1) or 1,
-        audio_process=bool(getattr(args, "audio_process", False)),
+        audio_process=not getattr(args, "in_process_audio", False),
     )
     if getattr(args, "device", None) is not None:
         settings = replace(settings, output=replace(settings.output, device=args.device))
@@ -447,6 +447,7 @@ def _smoke(app: QApplication, window: MainWindow) -> int:
     app.exec()
     snap = window.engine.snapshot()
     callbacks = window.engine.ring.callbacks
+    f = snap.figures
     print(f"smoke: {snap.title!r}, {len(snap.cues)} cues, playhead {snap.playhead_s:.2f} s, "
-          f"{callbacks} callbacks, {snap.figures.underruns} underruns")  # fmt: skip
+          f"{callbacks} callbacks, {f.underruns} underruns, {f.xruns} xruns")  # fmt: skip
     return 0 if callbacks > 0 and snap.playhead_s > 0 else 1

@@ -1,7 +1,7 @@
 """`python main.py --smoke` run N times in a row: how many exit 0 (target: all of them).
 
-    jackd --no-realtime -d dummy -r 48000 -p 256 &   # if none is running
-    python benchmarks/bench_smoke.py [--runs 20] [--device JACK]
+jackd --no-realtime -d dummy -r 48000 -p 256 &   # if none is running
+python benchmarks/bench_smoke.py [--runs 20] [--device JACK]
 """
 
 from __future__ import annotations

@@ -55,7 +55,9 @@ class EngineSettings:
     """espeak-ng worker processes (1 = in this process)."""
     policy: str = "role_aware"
     output: OutputSettings = field(default_factory=OutputSettings)
-    audio_process: bool = False
+    audio_process: bool = True
+    """Run the output stream in its own process (the default: GUI redraws and synthesis in
+    this process cannot delay its callback); False runs it here, for debugging."""
     render_ahead_ms: float = 200.0
     pacing: Pacing = field(default_factory=Pacing)
     ring_frames: int = 1 << 15
@@ -97,6 +99,11 @@ class Figures:
     callback_load: float = 0.0
     """Median callback time / block period over the latest callbacks."""
     underruns: int = 0
+    """Callbacks that found the ring short of audio (the engine fell behind)."""
+    xruns: int = 0
+    """Output underflows PortAudio reported: the device itself ran dry (a callback was late),
+    an audible glitch even when the ring was full."""
+    callback_errors: int = 0
     queue_depth: int = 0
     deadline_misses: int = 0
     fallbacks: int = 0
@@ -255,7 +262,8 @@ class Engine:
             rtf=self.scheduler.backends["espeak"].rtf,
             ring_fill_ms=self.ring.fill_frames / SAMPLE_RATE_HZ * 1000,
             callback_load=float(np.median(times)) / block_ns if times.size else 0.0,
-            underruns=self.ring.underruns, queue_depth=self.scheduler.pending_count,
+            underruns=self.ring.underruns, xruns=self.ring.xruns,
+            callback_errors=self.ring.callback_errors, queue_depth=self.scheduler.pending_count,
             deadline_misses=show.stats.late, fallbacks=sum(t.fallback for t in show.tracks),
             anomalies=len(self.anomalies.flagged),
         )  # fmt: skip

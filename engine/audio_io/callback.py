@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.audio_io.ring import _CALLBACKS, _READ, _UNDERRUN_FRAMES, _UNDERRUNS, _WRITE, MixRing
+from engine.audio_io.ring import _CALLBACKS, _READ, _UNDERRUN_FRAMES, _UNDERRUNS, MixRing
 
 
 @dataclass(frozen=True)
@@ -24,16 +24,18 @@ def render(outdata: NDArray[np.float32], ring: MixRing, state: RenderState) -> N
     when the ring holds fewer frames than asked.
 
     While paused (`state.playing` false) it plays silence and consumes nothing, and that is
-    not an underrun. Only slicing is used: fancy indexing would allocate.
+    not an underrun. A reset or hold the producer asked for is served first, paused or not.
+    Only slicing is used: fancy indexing would allocate.
     """
     slots = ring._slots
     slots[_CALLBACKS] += 1
+    limit = ring.serve_requests()
     if not state.playing:
         outdata.fill(0.0)
         return
     frames = outdata.shape[0]
     r = int(slots[_READ])
-    n = min(frames, int(slots[_WRITE]) - r)
+    n = min(frames, limit - r)
     if n > 0:
         p = r & ring.mask
         np.copyto(outdata[:n], ring.data[p : p + n])

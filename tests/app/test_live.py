@@ -55,7 +55,8 @@ def test_smoke_run_exits_cleanly_every_time(jack_device: int) -> None:
 
 
 def test_screenshot_of_a_playing_show(qtbot, live_engine: Engine, make_window) -> None:
-    """Saves tests/artifacts/main_window.png for review: cues, timeline, heatmap, monitor."""
+    """Saves tests/artifacts/main_window.png for review: cues, timeline, heatmap, monitor
+    (with the PortAudio xrun count beside the ring underruns)."""
     w = make_window(live_engine)
     w.resize(1600, 1000)
     w.show()
@@ -73,6 +74,8 @@ def test_screenshot_of_a_playing_show(qtbot, live_engine: Engine, make_window) -
     snap = live_engine.snapshot()
     assert snap.playhead_s > 1.0 and snap.priorities.shape[0] == len(snap.roles)
     assert float(snap.priorities.max()) > 0.0  # the heatmap has something to show
+    w.bridge.poll()
+    assert w.monitor.values["xruns"].text() == str(live_engine.snapshot().figures.xruns)
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / "main_window.png"
     image = w.grab().toImage()
