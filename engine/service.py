@@ -37,7 +37,7 @@ from engine.scheduler import Request, Scheduler, SchedulerConfig, State
 from engine.scheduler.backend import neural_voice_ids, standard_backends
 from engine.scheduler.request import Clock, monotonic
 from engine.script import load_script
-from engine.show import Show
+from engine.show import CueTrack, Show
 from engine.synthesis.espeak import EspeakSynthesizer, espeak_variants, espeak_voices
 from engine.synthesis.kokoro import warm_up_in_background
 from engine.synthesis.router import Router
@@ -80,6 +80,9 @@ class CueView:
     fallback: bool
     error: str
     hints: tuple[str, ...]
+    kind: str = "line"
+    """'line' (from the script), 'adlib' (typed live, heard once) or 'kept' (an ad-lib kept
+    in the show)."""
 
 
 @dataclass(frozen=True)
@@ -133,6 +136,8 @@ class EngineSnapshot:
     latency_points: tuple[tuple[float, float, bool], ...] = ()
     """(show time s, latency ms, missed) of recent lines, for the rolling plot."""
     cue_stack: bool = False
+    status: str = "stopped"
+    """'stopped' (at the top), 'playing', 'paused', 'waiting for GO' (cue-stack mode) or 'ended'."""
 
 
 class Engine:
@@ -236,22 +241,8 @@ class Engine:
         show = self.show
         if show is None or self.script is None:
             return EngineSnapshot(version=self._version, output_open=self.output is not None)
-        cues = tuple(
-            CueView(
-                t.cue.index,
-                t.cue.role,
-                t.cue.text,
-                t.cue.scene,
-                t.state.value,
-                t.start_s if t.start_s is not None else show.planned_start_s(t.cue.index),
-                t.est_duration_s,
-                t.late_ms,
-                t.fallback,
-                t.error,
-                t.cue.hints,
-            )
-            for t in show.tracks
-        )
+        shown = show.tracks + [t for t in show.adlibs.tracks if not t.deleted]
+        cues = tuple(_cue_view(show, t) for t in shown)
         times = self.ring.callback_times_ns()[-512:]
         block_ns = self.settings.output.block_frames / SAMPLE_RATE_HZ * 1e9
         figures = Figures(
@@ -275,6 +266,7 @@ class Engine:
             voices={r: self.cast[r] for r in self.script.roles},
             scenes=tuple(s.heading for s in self.script.scenes), priorities=self._history.copy(),
             figures=figures, latency_points=points[-400:], cue_stack=show.cue_stack,
+            status=show.status if self.output is not None or show.status != "playing" else "paused",
         )  # fmt: skip
 
     # --- any thread: queries ---------------------------------------------------------
@@ -350,29 +342,29 @@ class Engine:
             self.open_output()
 
     def play(self) -> None:
+        """Play from where the clock is (from the top after Stop or the end)."""
         self.post(lambda: self._show().pause(False))
 
     def pause(self) -> None:
         self.post(lambda: self._show().pause(True))
 
     def toggle(self) -> None:
-        self.post(lambda: self._show().pause(self.ring.playing))
+        self.post(lambda: self._show().pause(self._show().running))
 
     def stop(self) -> None:
-        """Stop and rewind to the top of the show."""
-
-        def stop_() -> None:
-            self._show().pause(True)
-            self._show().seek(0.0)
-
-        self.post(stop_)
+        """Stop and go back to the top: clock 0, every cue pending."""
+        self.post(lambda: self._show().stop())
 
     def panic(self) -> None:
-        """Silence now: drop everything queued in the ring and pause."""
+        """Silence now: pause and drop everything queued in the ring."""
 
         def panic_() -> None:
-            self.ring.set_controls(playing=False, gain=self.ring.gain)
-            self.ring.reset()
+            if self.show is None:
+                self.ring.set_controls(playing=False, gain=self.ring.gain)
+                self.ring.reset()
+                return
+            self.show.pause(True)
+            self.show.seek(self.show.playhead_s)
 
         self.post(panic_)
 
@@ -389,12 +381,26 @@ class Engine:
             show = self._show()
             if show.cue_stack:
                 show.go()
-            show.pause(False)
+            else:
+                show.pause(False)
 
         self.post(go_)
 
     def set_cue_stack(self, on: bool) -> None:
-        self.post(lambda: setattr(self._show(), "cue_stack", on))
+        """Cue-stack mode: every cue waits for GO, the clock holding while one waits."""
+        self.post(lambda: self._show().set_cue_stack(on))
+
+    def keep_adlib(self, index: int) -> None:
+        """Keep an ad-lib in the show: it becomes a cue at the time it was heard."""
+
+        def keep() -> None:
+            self._show().adlibs.keep(index)
+
+        self.post(keep)
+
+    def delete_adlib(self, index: int) -> None:
+        """Remove an ad-lib from the cue list, the timeline and the mix."""
+        self.post(lambda: self._show().adlibs.delete(index))
 
     def loop_scene(self, scene: int | None) -> None:
         self.post(lambda: self._show().loop_scene(scene))
@@ -541,6 +547,13 @@ class Engine:
         for b in self.scheduler.backends.values():
             b.synth.close()
         self.ring.close()
+
+
+def _cue_view(show: Show, t: CueTrack) -> CueView:
+    start = t.start_s if t.start_s is not None else show.planned_start_s(t.cue.index)
+    kind = ("kept" if t.kept else "adlib") if t.adlib else "line"
+    return CueView(t.cue.index, t.cue.role, t.cue.text, t.cue.scene, t.state.value, start,
+                   t.est_duration_s, t.late_ms, t.fallback, t.error, t.cue.hints, kind)  # fmt: skip
 
 
 def _chain(

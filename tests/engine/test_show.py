@@ -35,6 +35,7 @@ class Harness:
             render_ahead_ms=render_ahead_ms,
             **show_kw,
         )  # type: ignore[arg-type]
+        self.show.pause(False)  # the director pressed Play
         self.out = np.zeros((2048, 2), np.float32)
         self.played: list[np.ndarray] = []
 
@@ -51,7 +52,7 @@ class Harness:
         start = len(self.played)
         for _ in range(round(seconds * SR / len(self.out))):
             self.settle()
-            render(self.out, self.ring, RenderState())
+            render(self.out, self.ring, RenderState(self.ring.playing))  # pause holds the clock
             self.played.append(self.out.copy())
         return np.concatenate(self.played[start:]) if self.played[start:] else np.zeros((0, 2))
 
@@ -115,15 +116,21 @@ def test_long_lines_stream_chunk_by_chunk(testdata: Path) -> None:
         h.close()
 
 
-def test_adlib_comes_out_over_the_show(radio: Harness) -> None:
+def test_adlib_is_spliced_a_margin_ahead_of_the_listener(radio: Harness) -> None:
+    for role in ("NARRATOR", "PAPA"):
+        radio.show.recast(role, mute=True)  # only ELSA can be heard; she has no line before ~4 s
     radio.play(1.0)
+    heard_at = len(radio.played) * len(radio.out)  # the next frame the listener hears
     r = radio.show.adlib("ELSA", "Wait, someone is at the door!")
-    radio.play(0.5)
-    assert r.t_done > 0 and r.fallback is False
-    adlib_clips = [c for c in radio.show.mixer.clips if c.cue_index == -1]
-    assert len(adlib_clips) == 1
-    # placed at the frame being written when it arrived: within a breath of "now"
-    assert abs(adlib_clips[0].start_frame / SR - 1.1) < 0.5
+    radio.settle()
+    assert r.state.value == "ready" and r.fallback is False
+    t = radio.show.adlibs.tracks[0]
+    assert t.adlib and t.cue.index == len(radio.script.cues)  # an item of its own
+    # spliced into the queued audio 15 ms ahead of the listener, not after the render-ahead
+    assert t.start_s == pytest.approx(heard_at / SR + 0.015, abs=1e-3)
+    audio = radio.play(1.0)
+    k = round(t.start_s * SR) - heard_at
+    assert not audio[:k].any() and np.abs(audio[k : k + SR // 4]).max() > 0.01
 
 
 def test_seek_recomputes_and_skips(radio: Harness) -> None:
