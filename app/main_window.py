@@ -168,8 +168,11 @@ class MainWindow(QMainWindow):
         self.loop_action.setCheckable(True)
         self.stack_action = a("Cue-stack mode (each cue waits for GO)", self._cue_stack, "Ctrl+G")
         self.stack_action.setCheckable(True)
+        self.keep_action = a("Keep selected ad-lib in the show", self._keep_adlib, "Ctrl+K")
+        self.delete_action = a("Delete selected ad-lib", self._delete_adlib, "Ctrl+Delete")
         for act in (self.go_action, self.play_action, self.pause_action, self.stop_action,
-                    self.panic_action, nxt, prev, jump, self.loop_action, self.stack_action):  # fmt: skip
+                    self.panic_action, nxt, prev, jump, self.loop_action, self.stack_action,
+                    self.keep_action, self.delete_action):  # fmt: skip
             show.addAction(act)
         bar = QToolBar("Transport")
         bar.setObjectName("transport")
@@ -197,7 +200,7 @@ class MainWindow(QMainWindow):
         if [self.adlib_role.itemText(k) for k in range(self.adlib_role.count())] != list(snap.roles):
             self.adlib_role.clear()
             self.adlib_role.addItems(list(snap.roles))
-        state = "playing" if snap.playing else "paused"
+        state = snap.status
         self.status.setText(f"{snap.title or 'no script'}  ·  {state}  ·  "
                             f"{_clock(snap.playhead_s)} / {_clock(snap.end_s)}")  # fmt: skip
         self.setWindowTitle(f"Troupe — {snap.title}" if snap.title else "Troupe")
@@ -334,8 +337,10 @@ class MainWindow(QMainWindow):
         return self.cue_model.cues[row].index if 0 <= row < len(self.cue_model.cues) else None
 
     def select_cue(self, cue_index: int) -> None:
-        self.cues.selectRow(cue_index)
-        self.cues.scrollTo(self.cue_model.index(cue_index, 0))
+        row = self.cue_model.row_of(cue_index)
+        if row >= 0:
+            self.cues.selectRow(row)
+            self.cues.scrollTo(self.cue_model.index(row, 0))
 
     def _selected(self, row: int) -> None:
         if 0 <= row < len(self.cue_model.cues):
@@ -352,10 +357,28 @@ class MainWindow(QMainWindow):
             self.loop_action.setChecked(False)
             self.banner.show_message("select a cue of the scene to loop")
             return
-        self.engine.loop_scene(self.cue_model.cues[cue].scene if on and cue is not None else None)
+        scene = self.cue_model.cues[self.cue_model.row_of(cue)].scene if on and cue is not None else None
+        self.engine.loop_scene(scene)
 
     def _cue_stack(self, on: bool) -> None:
         self.engine.set_cue_stack(on)
+
+    def _selected_adlib(self) -> int | None:
+        row = self.cues.currentIndex().row()
+        if 0 <= row < len(self.cue_model.cues) and self.cue_model.cues[row].kind != "line":
+            return self.cue_model.cues[row].index
+        self.banner.show_message("select an ad-lib in the cue list first")
+        return None
+
+    def _keep_adlib(self) -> None:
+        index = self._selected_adlib()
+        if index is not None:
+            self.engine.keep_adlib(index)
+
+    def _delete_adlib(self) -> None:
+        index = self._selected_adlib()
+        if index is not None:
+            self.engine.delete_adlib(index)
 
     # --- export -------------------------------------------------------------------------
     def render_dialog(self) -> None:

@@ -160,8 +160,9 @@ class Show:
                 break
             if start + t.est_duration_s < self.write_s and t.start_s is None:
                 continue  # already behind the playhead (after a seek)
-            if t.known:  # voiced before a Stop: ready again without a new take
-                self._set_state(t, CueState.READY)
+            if t.known:  # voiced before a Stop: ready again once playing, without a new take
+                if not self.stopped:
+                    self._set_state(t, CueState.READY)
                 continue
             klass = RequestClass.SCRIPTED if start - self.write_s < self.prefetch_s else RequestClass.PREFETCH
             self._submit(t, klass)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from show_harness import SR, Harness
 
 from engine.show import CueState
-from tests.engine.test_show import SR, Harness
 
 
 @pytest.fixture
