@@ -37,6 +37,7 @@ from engine.scheduler import Request, Scheduler, SchedulerConfig, State
 from engine.scheduler.backend import neural_voice_ids, standard_backends
 from engine.scheduler.request import Clock, monotonic
 from engine.script import load_script
+from engine.script.common import normalise_role
 from engine.show import CueTrack, Show
 from engine.synthesis.espeak import EspeakSynthesizer, espeak_variants, espeak_voices
 from engine.synthesis.kokoro import warm_up_in_background
@@ -439,7 +440,7 @@ class Engine:
 
         def adlib_() -> None:
             try:
-                r = self._show().adlib(role.upper(), text)
+                r = self._show().adlib(normalise_role(role), text)
             except TroupeError as exc:
                 result.set_exception(exc)
                 raise

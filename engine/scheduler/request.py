@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from engine.core.timing import spoken_length_s
 from engine.core.types import Voice
 from engine.synthesis.base import Mono
 
@@ -95,8 +96,7 @@ class Request:
     @property
     def est_audio_s(self) -> float:
         """Spoken length estimated from the words and the voice's rate."""
-        words = max(1, len(self.text.split()))
-        return words * 60.0 / max(60, self.voice.rate_wpm) + 0.2
+        return spoken_length_s(self.text, self.voice.rate_wpm)
 
     @property
     def latency_s(self) -> float:

@@ -11,6 +11,7 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 
 from app.main_window import DEMO, MainWindow
 from engine.audio_io.callback import RenderState, render
+from engine.core.limits import VOICE_LIMITS
 from engine.service import Engine, EngineSettings
 
 
@@ -100,6 +101,7 @@ def test_mute_and_solo_change_the_mix(qtbot, engine: Engine, make_window, tmp_pa
     assert w.open_script(script)
     qtbot.waitUntil(lambda: w.cast.roles == ("ANNA", "BORIS"))
     engine.play()
+    qtbot.waitUntil(lambda: engine.ring.playing)  # the callback plays only once the show does
     assert _rms(engine, 2.0) > 1e-3
     w.cast.editor("ANNA", "mute").setChecked(True)  # type: ignore[attr-defined]
     qtbot.waitUntil(lambda: engine.cast["ANNA"].mute)
@@ -123,6 +125,10 @@ def test_weight_slider_reaches_the_scheduler(qtbot, engine: Engine, make_window)
     w.cast.editor("OWEN", "weight").setValue(125)  # type: ignore[attr-defined]
     qtbot.waitUntil(lambda: engine.scheduler.weights.get("OWEN") == 12.5)
     qtbot.waitUntil(lambda: w.cast.shown["OWEN"].weight == 12.5)
+    slider = w.cast.editor("IRIS", "weight")
+    slider.setValue(slider.maximum())  # type: ignore[attr-defined]
+    top = VOICE_LIMITS["weight"][1]  # the slider spans the engine's whole range
+    qtbot.waitUntil(lambda: engine.scheduler.weights.get("IRIS") == top)
 
 
 def test_render_job_writes_the_mix(
