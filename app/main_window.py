@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -37,9 +38,11 @@ from app.cue_model import CueTableModel
 from app.heatmap import HeatmapWidget
 from app.jobs import RenderJob
 from app.monitor import LatencyMonitor
+from app.pending import Pending
 from app.session import Session
 from app.timeline import TimelineWidget
 from engine.core.errors import TroupeError
+from engine.core.types import Script
 from engine.render import RenderResult
 from engine.service import Engine, EngineSettings, EngineSnapshot
 
@@ -93,7 +96,11 @@ class MainWindow(QMainWindow):
         self.adlib_text.setPlaceholderText("Ad-lib: type a line and press Enter to speak it now")
         self.adlib_text.returnPressed.connect(self.speak_adlib)
         self.status = QLabel()
+        self.busy = QLabel()
+        self.busy.setStyleSheet("color: #f59e0b;")
+        self.statusBar().addPermanentWidget(self.busy)
         self.statusBar().addPermanentWidget(self.status)
+        self.pending = Pending(self.busy, self)
         self._build_layout()
         self._build_actions()
         self.bridge = EngineBridge(source or engine, parent=self)
@@ -207,25 +214,34 @@ class MainWindow(QMainWindow):
 
     # --- scripts and projects -----------------------------------------------------------
     def open_script(self, path: str | Path) -> bool:
-        """Import a script; on a bad file show the importer's message and keep the show."""
+        """Import a script; on a bad file show the importer's message and keep the show.
+        True when the file read cleanly (it becomes the show a moment later)."""
         try:
-            script = self.engine.load(path)
+            future = self.engine.begin_load(path)
         except TroupeError as exc:
             self.banner.show_message(str(exc))
             return False
-        self.session.add_recent(Path(path))
-        self.statusBar().showMessage(f"opened {script.title}: {len(script.cues)} lines", 5000)
-        self.bridge.poll()
+
+        def opened(script: Script) -> None:
+            self.session.add_recent(Path(path))
+            self.statusBar().showMessage(f"opened {script.title}: {len(script.cues)} lines", 5000)
+            self.bridge.poll()
+
+        self.pending.watch(future, f"opening {Path(path).name}", self.banner.show_message, opened)
         return True
 
     def open_project(self, path: str | Path) -> bool:
         try:
-            self.engine.open_project(path)
+            future = self.engine.begin_open_project(path)
         except TroupeError as exc:
             self.banner.show_message(str(exc))
             return False
-        self.session.add_recent(Path(path))
-        self.bridge.poll()
+
+        def opened(_script: Script) -> None:
+            self.session.add_recent(Path(path))
+            self.bridge.poll()
+
+        self.pending.watch(future, f"opening {Path(path).name}", self.banner.show_message, opened)
         return True
 
     def open_paths(self, paths: list[Path]) -> None:
@@ -257,10 +273,11 @@ class MainWindow(QMainWindow):
             self.recent_menu.addAction("(none)").setEnabled(False)
 
     def save_project(self) -> None:
-        if self.engine.project_path is None:
+        path = self.engine.project_path  # NB: one reference read
+        if path is None:
             self.save_project_as()
             return
-        self._save(self.engine.project_path)
+        self._save(path)
 
     def save_project_as(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Save project", "show.troupe.json", PROJECT_FILTER)
@@ -268,12 +285,9 @@ class MainWindow(QMainWindow):
             self._save(Path(path))
 
     def _save(self, path: Path) -> None:
-        try:
-            self.engine.save_project(path)
-        except (TroupeError, OSError) as exc:
-            self.banner.show_message(f"could not save the project: {exc}")
-        else:
-            self.statusBar().showMessage(f"saved {path}", 5000)
+        self.pending.watch(self.engine.begin_save_project(path), "saving the project",
+                           lambda msg: self.banner.show_message(f"could not save: {msg}"),
+                           lambda _: self.statusBar().showMessage(f"saved {path}", 5000))  # fmt: skip
 
     def _recover(self, path: Path) -> None:
         if self.open_project(path):
@@ -291,15 +305,24 @@ class MainWindow(QMainWindow):
 
     # --- director commands ------------------------------------------------------------
     def play(self) -> None:
-        if self.ensure_output():
-            self.engine.play()
+        self.with_output(self.engine.play)
 
     def go(self) -> None:
-        if self.ensure_output():
-            self.engine.go()
+        self.with_output(self.engine.go)
+
+    def with_output(self, then: Callable[[], None]) -> None:
+        """Run `then` once the audio output is open (opening it first if needed, without
+        waiting on it here: the device may take a while, or fail with a message)."""
+        if self.engine.output_open:
+            then()
+            return
+        self.pending.watch(self.engine.begin_open_output(), "opening the audio output",
+                           lambda msg: self.banner.show_message(f"audio output: {msg}"),
+                           lambda _: then())  # fmt: skip
 
     def ensure_output(self) -> bool:
-        if self.engine.output is not None:
+        """Open the output and wait for it (the --smoke self-test; slots use `with_output`)."""
+        if self.engine.output_open:
             return True
         try:
             self.engine.open_output()
@@ -309,10 +332,9 @@ class MainWindow(QMainWindow):
         return True
 
     def _device_chosen(self, index: int) -> None:
-        try:
-            self.engine.set_device(self.device_box.itemData(index))
-        except TroupeError as exc:
-            self.banner.show_message(f"audio output: {exc}")
+        self.pending.watch(self.engine.begin_set_device(self.device_box.itemData(index)),
+                           "switching the audio output",
+                           lambda msg: self.banner.show_message(f"audio output: {msg}"))  # fmt: skip
 
     def speak_adlib(self) -> None:
         role, text = self.adlib_role.currentText(), self.adlib_text.text()
@@ -469,7 +491,7 @@ def _smoke(app: QApplication, window: MainWindow) -> int:
     QTimer.singleShot(2000, app.quit)
     app.exec()
     snap = window.engine.snapshot()
-    callbacks = window.engine.ring.callbacks
+    callbacks = window.engine.ring.callbacks  # the smoke test reads the ring header itself
     f = snap.figures
     print(f"smoke: {snap.title!r}, {len(snap.cues)} cues, playhead {snap.playhead_s:.2f} s, "
           f"{callbacks} callbacks, {f.underruns} underruns, {f.xruns} xruns")  # fmt: skip

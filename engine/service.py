@@ -12,6 +12,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -28,7 +29,7 @@ from engine.audio_io.output import (
 )
 from engine.audio_io.ring import MixRing
 from engine.cast import Cast, load_project, save_project
-from engine.core.errors import TroupeError
+from engine.core.errors import EngineBusy, TroupeError
 from engine.core.types import SAMPLE_RATE_HZ, Script, Voice
 from engine.metrics import AnomalyDetector, Rolling
 from engine.mixer import Pacing
@@ -194,8 +195,9 @@ class Engine:
             self._wake.wait(0.005)
             self._wake.clear()
 
-    def call(self, fn: Callable[[], T], timeout_s: float = 10.0) -> T:
-        """Run `fn` on the engine thread and return its result (or raise its error)."""
+    def submit(self, fn: Callable[[], T]) -> Future[T]:
+        """Run `fn` on the engine thread; the future holds its result or its error. What
+        the GUI uses: it never waits on the engine (see `app/pending.py`)."""
         fut: Future[T] = Future()
 
         def run() -> None:
@@ -206,7 +208,11 @@ class Engine:
 
         self._commands.put(run)
         self._wake.set()
-        return fut.result(timeout_s)
+        return fut
+
+    def call(self, fn: Callable[[], T], timeout_s: float = 10.0) -> T:
+        """Run `fn` on the engine thread and return its result (or raise its error)."""
+        return wait(self.submit(fn), timeout_s)
 
     def post(self, fn: Callable[[], None]) -> None:
         """Run `fn` on the engine thread soon; errors go to the message banner."""
@@ -291,13 +297,18 @@ class Engine:
     # --- any thread: commands --------------------------------------------------------
     def load(self, path: str | Path, keep_cast: bool = True) -> Script:
         """Import a script and make it the show; on a bad file the current show stays."""
-        script = load_script(path)  # raises ScriptError before anything changes
+        return wait(self.begin_load(path, keep_cast))
+
+    def begin_load(self, path: str | Path, keep_cast: bool = True) -> Future[Script]:
+        """`load` without waiting: the file is read here (a bad one raises `ScriptError` at
+        once, before anything changes); the future resolves once it is the show."""
+        script = load_script(path)
 
         def swap() -> Script:
             self._install(script, Cast.auto(script, self.cast.voices if keep_cast else None), {})
             return script
 
-        return self.call(swap)
+        return self.submit(swap)
 
     def _install(self, script: Script, cast: Cast, edits: dict[int, str]) -> None:
         if self.show is not None:
@@ -316,31 +327,47 @@ class Engine:
         self._history = np.zeros((len(script.roles), HISTORY_COLUMNS), np.float32)
         self._snapshot = self._build_snapshot()
 
-    def open_output(self) -> None:
-        """Open the audio device (in this process or the audio process)."""
+    @property
+    def output_open(self) -> bool:
+        return self.output is not None  # NB: one reference read
 
+    def open_output(self) -> None:
+        """Open the audio device (in the audio process by default, or in this process)."""
+        wait(self.begin_open_output(), 30)
+
+    def begin_open_output(self) -> Future[None]:
         def open_() -> None:
             if self.output is None:
                 out = make_output(self.ring, self.settings.output, self.settings.audio_process)
                 out.start()
                 self.output = out
 
-        self.call(open_, timeout_s=30)
+        return self.submit(open_)
 
     def close_output(self) -> None:
-        def close_() -> None:
-            if self.output is not None:
-                self.output.stop()
-                self.output = None
+        wait(self.submit(self._close_output), 30)
 
-        self.call(close_, timeout_s=30)
+    def _close_output(self) -> None:
+        if self.output is not None:
+            self.output.stop()
+            self.output = None
 
     def set_device(self, device: str | int | None) -> None:
-        was_open = self.output is not None
-        self.close_output()
-        self.settings = replace(self.settings, output=replace(self.settings.output, device=device))
-        if was_open:
-            self.open_output()
+        wait(self.begin_set_device(device), 60)
+
+    def begin_set_device(self, device: str | int | None) -> Future[None]:
+        """Switch the output device (reopened at once if it was open)."""
+
+        def switch() -> None:
+            was_open = self.output is not None
+            self._close_output()
+            self.settings = replace(self.settings, output=replace(self.settings.output, device=device))
+            if was_open:
+                out = make_output(self.ring, self.settings.output, self.settings.audio_process)
+                out.start()
+                self.output = out
+
+        return self.submit(switch)
 
     def play(self) -> None:
         """Play from where the clock is (from the top after Stop or the end)."""
@@ -502,7 +529,9 @@ class Engine:
     # --- projects and export ---------------------------------------------------------
     def save_project(self, path: str | Path, as_current: bool = True) -> None:
         """Save script path, cast and edits; `as_current=False` for an autosave copy."""
+        wait(self.begin_save_project(path, as_current))
 
+    def begin_save_project(self, path: str | Path, as_current: bool = True) -> Future[None]:
         def save() -> None:
             if self.script is None:
                 raise TroupeError("nothing to save: no script is loaded")
@@ -510,9 +539,13 @@ class Engine:
             if as_current:
                 self.project_path = Path(path)
 
-        self.call(save)
+        return self.submit(save)
 
     def open_project(self, path: str | Path) -> Script:
+        return wait(self.begin_open_project(path))
+
+    def begin_open_project(self, path: str | Path) -> Future[Script]:
+        """`open_project` without waiting (files read here; errors raised at once)."""
         script_path, cast, edits = load_project(path)
         script = load_script(script_path)
 
@@ -521,7 +554,7 @@ class Engine:
             self.project_path = Path(path)
             return script
 
-        return self.call(swap)
+        return self.submit(swap)
 
     def render(self, out: str | Path, stems: str | Path | None = None, progress: Progress | None = None,
                cancel: threading.Event | None = None) -> RenderResult:  # fmt: skip
@@ -548,6 +581,14 @@ class Engine:
         for b in self.scheduler.backends.values():
             b.synth.close()
         self.ring.close()
+
+
+def wait(fut: Future[T], timeout_s: float = 10.0) -> T:
+    """The future's result; an engine that does not answer in time is a `TroupeError`."""
+    try:
+        return fut.result(timeout_s)
+    except FutureTimeout:
+        raise EngineBusy(f"the engine did not answer within {timeout_s:g} s; try again") from None
 
 
 def _cue_view(show: Show, t: CueTrack) -> CueView:
