@@ -126,6 +126,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--device", default="JACK")
+    ap.add_argument("--repeats", type=int, default=1)
     args = ap.parse_args()
     app = QApplication.instance() or QApplication([])
     redraw = timeline_redraw(app)  # type: ignore[arg-type]
