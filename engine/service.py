@@ -29,6 +29,7 @@ from engine.audio_io.output import (
 )
 from engine.audio_io.ring import MixRing
 from engine.cast import Cast, load_project, save_project
+from engine.core.clock import Clock, monotonic
 from engine.core.errors import EngineBusy, TroupeError
 from engine.core.types import SAMPLE_RATE_HZ, Script, Voice
 from engine.metrics import AnomalyDetector, Rolling
@@ -36,7 +37,6 @@ from engine.mixer import Pacing
 from engine.render import Progress, RenderResult, render_script
 from engine.scheduler import Request, Scheduler, SchedulerConfig, State
 from engine.scheduler.backend import neural_voice_ids, standard_backends
-from engine.scheduler.request import Clock, monotonic
 from engine.script import load_script
 from engine.script.common import normalise_role
 from engine.show import CueTrack, Show

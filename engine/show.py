@@ -19,10 +19,10 @@ import numpy as np
 
 from engine.audio_io.ring import MixRing
 from engine.cast import Cast
+from engine.core.clock import Clock, monotonic
 from engine.core.types import Script, Voice
 from engine.mixer import Clip, MixControls, Mixer, Pacing
 from engine.scheduler import Request, RequestClass, Scheduler, State
-from engine.scheduler.request import Clock, monotonic
 from engine.show_adlibs import Adlibs
 from engine.show_tracks import HEARD, SR, CueState, CueTrack, ShowStats, plan
 from engine.synthesis.text import split_chunks

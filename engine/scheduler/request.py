@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import enum
 import itertools
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from engine.core.clock import Clock, monotonic
 from engine.core.timing import spoken_length_s
 from engine.core.types import Voice
 from engine.synthesis.base import Mono
 
-Clock = Callable[[], float]
-"""Seconds on a monotonic clock; injected so tests and benchmarks control time."""
-
-monotonic: Clock = time.monotonic
+__all__ = ["CLASS_FACTOR", "Clock", "Request", "RequestClass", "State", "monotonic"]
 
 
 class RequestClass(enum.IntEnum):
