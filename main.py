@@ -101,7 +101,8 @@ def cmd_play(args: argparse.Namespace) -> int:
         limit = time.monotonic() + args.seconds if args.seconds else None
         while limit is None or time.monotonic() < limit:
             snap = engine.snapshot()
-            if snap.cues and all(c.state in ("played", "failed") for c in snap.cues):
+            voiced = snap.cues and all(c.state in ("played", "failed") for c in snap.cues)
+            if snap.status == "ended" or voiced:
                 break
             time.sleep(0.05)
     except KeyboardInterrupt:

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
-from numpy.typing import NDArray
 
 from engine.audio_io.output import (
     AudioOutput,
@@ -31,7 +30,7 @@ from engine.audio_io.ring import MixRing
 from engine.cast import Cast, load_project, save_project
 from engine.core.clock import Clock, monotonic
 from engine.core.errors import EngineBusy, TroupeError
-from engine.core.types import SAMPLE_RATE_HZ, Script, Voice
+from engine.core.types import Script
 from engine.metrics import AnomalyDetector, Rolling
 from engine.mixer import Pacing
 from engine.render import Progress, RenderResult, render_script
@@ -39,14 +38,14 @@ from engine.scheduler import Request, Scheduler, SchedulerConfig, State
 from engine.scheduler.backend import neural_voice_ids, standard_backends
 from engine.script import load_script
 from engine.script.common import normalise_role
-from engine.show import CueTrack, Show
+from engine.show import Show
+from engine.snapshot import HISTORY_COLUMNS, CueView, EngineSnapshot, Figures, build_snapshot
 from engine.synthesis.espeak import EspeakSynthesizer, espeak_variants, espeak_voices
 from engine.synthesis.kokoro import warm_up_in_background
 from engine.synthesis.router import Router
 
 T = TypeVar("T")
-HISTORY_COLUMNS = 600
-"""Priority heatmap width: 30 s at one column per 50 ms scheduler tick."""
+__all__ = ["HISTORY_COLUMNS", "CueView", "Engine", "EngineSettings", "EngineSnapshot", "Figures", "wait"]
 
 
 @dataclass(frozen=True)
@@ -65,81 +64,6 @@ class EngineSettings:
     ring_frames: int = 1 << 15
     neural: bool = True
     """Offer Kokoro voices when the neural extra is installed."""
-
-
-@dataclass(frozen=True)
-class CueView:
-    """One cue as the GUI shows it."""
-
-    index: int
-    role: str
-    text: str
-    scene: int
-    state: str
-    start_s: float
-    duration_s: float
-    late_ms: float
-    fallback: bool
-    error: str
-    hints: tuple[str, ...]
-    kind: str = "line"
-    """'line' (from the script), 'adlib' (typed live, heard once) or 'kept' (an ad-lib kept
-    in the show)."""
-
-
-@dataclass(frozen=True)
-class Figures:
-    """The latency monitor's numbers."""
-
-    adlib_p50_ms: float = float("nan")
-    """Ad-lib latency from Enter to its first sample in the ring."""
-    adlib_p95_ms: float = float("nan")
-    audible_p50_ms: float = float("nan")
-    """Ad-lib latency from Enter to its first audible sample (the callback's DAC time)."""
-    audible_p95_ms: float = float("nan")
-    queue_wait_p50_ms: float = float("nan")
-    queue_wait_p95_ms: float = float("nan")
-    rtf: float = float("nan")
-    ring_fill_ms: float = 0.0
-    callback_load: float = 0.0
-    """Median callback time / block period over the latest callbacks."""
-    underruns: int = 0
-    """Callbacks that found the ring short of audio (the engine fell behind)."""
-    xruns: int = 0
-    """Output underflows PortAudio reported: the device itself ran dry (a callback was late),
-    an audible glitch even when the ring was full."""
-    callback_errors: int = 0
-    queue_depth: int = 0
-    deadline_misses: int = 0
-    fallbacks: int = 0
-    anomalies: int = 0
-
-
-@dataclass(frozen=True)
-class EngineSnapshot:
-    """Everything the GUI draws, frozen at one moment."""
-
-    version: int
-    title: str = ""
-    path: str = ""
-    playing: bool = False
-    output_open: bool = False
-    playhead_s: float = 0.0
-    end_s: float = 0.0
-    cues: tuple[CueView, ...] = ()
-    roles: tuple[str, ...] = ()
-    voices: dict[str, Voice] = field(default_factory=dict)
-    scenes: tuple[str, ...] = ()
-    priorities: NDArray[np.float32] = field(
-        default_factory=lambda: np.zeros((0, HISTORY_COLUMNS), np.float32)
-    )
-    """roles x HISTORY_COLUMNS, newest column last."""
-    figures: Figures = field(default_factory=Figures)
-    latency_points: tuple[tuple[float, float, bool], ...] = ()
-    """(show time s, latency ms, missed) of recent lines, for the rolling plot."""
-    cue_stack: bool = False
-    status: str = "stopped"
-    """'stopped' (at the top), 'playing', 'paused', 'waiting for GO' (cue-stack mode) or 'ended'."""
 
 
 class Engine:
@@ -163,7 +87,8 @@ class Engine:
         self._commands: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._snapshot = EngineSnapshot(version=0)
         self._version = 0
-        self._history = np.zeros((0, HISTORY_COLUMNS), np.float32)
+        self.history = np.zeros((0, HISTORY_COLUMNS), np.float32)
+        """Role priorities, roles x HISTORY_COLUMNS (the heatmap), written on the engine thread."""
         self._last_history_t = 0.0
         self.adlib_ms = Rolling(120.0, clock)
         self.audible_ms = Rolling(120.0, clock)
@@ -232,10 +157,10 @@ class Engine:
             return
         self._last_history_t = now
         show = self.show
-        if show is not None and self._history.shape[0]:
+        if show is not None and self.history.shape[0]:
             pr = self.scheduler.role_priorities()
-            self._history = np.roll(self._history, -1, axis=1)
-            self._history[:, -1] = [pr.get(r, 0.0) for r in show.script.roles]
+            self.history = np.roll(self.history, -1, axis=1)
+            self.history[:, -1] = [pr.get(r, 0.0) for r in show.script.roles]
         self._snapshot = self._build_snapshot()
 
     def _on_request_done(self, r: Request) -> None:
@@ -245,36 +170,7 @@ class Engine:
 
     def _build_snapshot(self) -> EngineSnapshot:
         self._version += 1
-        show = self.show
-        if show is None or self.script is None:
-            return EngineSnapshot(version=self._version, output_open=self.output is not None)
-        shown = show.tracks + [t for t in show.adlibs.tracks if not t.deleted]
-        cues = tuple(_cue_view(show, t) for t in shown)
-        times = self.ring.callback_times_ns()[-512:]
-        block_ns = self.settings.output.block_frames / SAMPLE_RATE_HZ * 1e9
-        figures = Figures(
-            adlib_p50_ms=self.adlib_ms.percentile(50), adlib_p95_ms=self.adlib_ms.percentile(95),
-            audible_p50_ms=self.audible_ms.percentile(50), audible_p95_ms=self.audible_ms.percentile(95),
-            queue_wait_p50_ms=self.queue_wait_ms.percentile(50),
-            queue_wait_p95_ms=self.queue_wait_ms.percentile(95),
-            rtf=self.scheduler.backends["espeak"].rtf,
-            ring_fill_ms=self.ring.fill_frames / SAMPLE_RATE_HZ * 1000,
-            callback_load=float(np.median(times)) / block_ns if times.size else 0.0,
-            underruns=self.ring.underruns, xruns=self.ring.xruns,
-            callback_errors=self.ring.callback_errors, queue_depth=self.scheduler.pending_count,
-            deadline_misses=show.stats.late, fallbacks=sum(t.fallback for t in show.tracks),
-            anomalies=len(self.anomalies.flagged),
-        )  # fmt: skip
-        points = tuple((t.start_s, t.late_ms, t.late_ms > 0) for t in show.tracks if t.start_s is not None)
-        return EngineSnapshot(
-            version=self._version, title=self.script.title, path=self.script.path,
-            playing=self.ring.playing and self.output is not None, output_open=self.output is not None,
-            playhead_s=show.playhead_s, end_s=show.end_s, cues=cues, roles=tuple(self.script.roles),
-            voices={r: self.cast[r] for r in self.script.roles},
-            scenes=tuple(s.heading for s in self.script.scenes), priorities=self._history.copy(),
-            figures=figures, latency_points=points[-400:], cue_stack=show.cue_stack,
-            status=show.status if self.output is not None or show.status != "playing" else "paused",
-        )  # fmt: skip
+        return build_snapshot(self, self._version)
 
     # --- any thread: queries ---------------------------------------------------------
     def snapshot(self) -> EngineSnapshot:
@@ -324,12 +220,16 @@ class Engine:
         self.show.on_request_done = self._on_request_done
         self._warn_missing_backends(cast.voices.keys())
         self._warm_up(cast.voices.keys())
-        self._history = np.zeros((len(script.roles), HISTORY_COLUMNS), np.float32)
+        self.history = np.zeros((len(script.roles), HISTORY_COLUMNS), np.float32)
         self._snapshot = self._build_snapshot()
 
     @property
     def output_open(self) -> bool:
         return self.output is not None  # NB: one reference read
+
+    @property
+    def block_frames(self) -> int:
+        return self.settings.output.block_frames
 
     def open_output(self) -> None:
         """Open the audio device (in the audio process by default, or in this process)."""
@@ -589,13 +489,6 @@ def wait(fut: Future[T], timeout_s: float = 10.0) -> T:
         return fut.result(timeout_s)
     except FutureTimeout:
         raise EngineBusy(f"the engine did not answer within {timeout_s:g} s; try again") from None
-
-
-def _cue_view(show: Show, t: CueTrack) -> CueView:
-    start = t.start_s if t.start_s is not None else show.planned_start_s(t.cue.index)
-    kind = ("kept" if t.kept else "adlib") if t.adlib else "line"
-    return CueView(t.cue.index, t.cue.role, t.cue.text, t.cue.scene, t.state.value, start,
-                   t.est_duration_s, t.late_ms, t.fallback, t.error, t.cue.hints, kind)  # fmt: skip
 
 
 def _chain(

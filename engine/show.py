@@ -20,6 +20,7 @@ import numpy as np
 from engine.audio_io.ring import MixRing
 from engine.cast import Cast
 from engine.core.clock import Clock, monotonic
+from engine.core.errors import TroupeError
 from engine.core.types import Script, Voice
 from engine.mixer import Clip, MixControls, Mixer, Pacing
 from engine.scheduler import Request, RequestClass, Scheduler, State
@@ -364,6 +365,9 @@ class Show:
 
     def retake(self, cue_index: int, text: str | None = None) -> None:
         """Re-voice one cue (edited text or a new voice); nothing else is re-rendered."""
+        if not 0 <= cue_index < len(self.tracks):
+            raise TroupeError(f"cue {cue_index + 1} is not a line of the script (an ad-lib is spoken "
+                              "again rather than re-taken)")  # fmt: skip
         t = self.tracks[cue_index]
         if t.start_s is not None and t.start_s < self.write_s:
             return  # already (partly) in the ring: too late to replace this take
@@ -418,6 +422,7 @@ class Show:
                 self._set_state(t, CueState.READY)  # to be heard again
         self._next_place = next((k for k, t in enumerate(self.tracks) if t.start_s is None), len(self.tracks))
         self._refresh_deadlines()
+        self._apply_transport()  # a jump after the end plays on
 
     def _refresh_deadlines(self) -> None:
         for t in self.tracks:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from show_harness import SR, Harness
 
+from engine.core.errors import TroupeError
 from engine.show import CueState
 
 
@@ -126,3 +127,23 @@ def test_adlib_is_heard_once_unless_kept(radio: Harness) -> None:
     radio.show.pause(False)
     assert not radio.play(4.0).any()  # deleted: gone from the mix
     assert t.cue.index not in radio.show._planned
+
+
+def test_a_jump_after_the_end_plays_on(testdata: Path) -> None:
+    h = Harness(testdata / "lighthouse.fountain")
+    try:
+        h.play_to_end()
+        h.play(0.5)
+        assert h.show.status == "ended"
+        h.show.seek(1.0)
+        assert h.show.status == "playing"
+        h.play(1.0)
+        assert h.show.playhead_s == pytest.approx(2.0, abs=0.05)
+    finally:
+        h.close()
+
+
+def test_an_adlib_cannot_be_retaken(radio: Harness) -> None:
+    radio.show.adlib("ELSA", "Wait!")
+    with pytest.raises(TroupeError, match="not a line of the script"):
+        radio.show.retake(len(radio.script.cues))
