@@ -2,7 +2,7 @@
 
 python main.py                    the director window (GUI)
 python main.py render SCRIPT -o mix.wav|.flac|.mp3|.m4b [--stems DIR]
-python main.py play SCRIPT [--device NAME] [--audio-process]
+python main.py play SCRIPT [--device NAME] [--in-process-audio]
 python main.py voices | devices
 """
 
@@ -141,7 +141,7 @@ def cmd_play(args: argparse.Namespace) -> int:
     settings = EngineSettings(
         processes=args.processes,
         output=OutputSettings(args.device, args.block),
-        audio_process=args.audio_process,
+        audio_process=not args.in_process_audio,
         policy=args.policy,
     )
     engine = Engine(settings)
@@ -155,7 +155,8 @@ def cmd_play(args: argparse.Namespace) -> int:
         limit = time.monotonic() + args.seconds if args.seconds else None
         while limit is None or time.monotonic() < limit:
             snap = engine.snapshot()
-            if snap.cues and all(c.state in ("played", "failed") for c in snap.cues):
+            voiced = snap.cues and all(c.state in ("played", "failed") for c in snap.cues)
+            if snap.status == "ended" or voiced:
                 break
             time.sleep(0.05)
     except KeyboardInterrupt:
@@ -168,7 +169,7 @@ def cmd_play(args: argparse.Namespace) -> int:
     played = sum(c.state == "played" for c in snap.cues)
     failed = [c for c in snap.cues if c.state == "failed"]
     print(f"played {played} of {len(snap.cues)} lines; late {f.deadline_misses}, "
-          f"failed {len(failed)}, underruns {f.underruns}")  # fmt: skip
+          f"failed {len(failed)}, underruns {f.underruns}, xruns {f.xruns}")  # fmt: skip
     for c in failed:
         print(f"  FAILED cue {c.index + 1} ({c.role}): {c.error}", file=sys.stderr)
     return 0
@@ -298,7 +299,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--smoke", action="store_true", help="GUI self-test: open, play 2 s, exit")
     p.add_argument("--open", dest="gui_script", type=Path, help="script to open in the window")
     p.add_argument("--device", help="window's output device: name, host API (e.g. JACK) or index")
-    p.add_argument("--audio-process", action="store_true", help="run the stream in its own process")
+    p.add_argument(
+        "--in-process-audio",
+        action="store_true",
+        help="run the output stream in this process (debugging; default: its own process)",
+    )
+    p.add_argument("--audio-process", action="store_true", help=argparse.SUPPRESS)  # the default now
     p.add_argument("--processes", type=WORKERS, default=1, help="espeak-ng worker processes (1..64)")
     sub = p.add_subparsers(dest="command")
 
@@ -329,7 +335,12 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--device", help="output device name, host API (e.g. JACK) or index")
     pl.add_argument("--block", type=_ranged(int, 16, 8192, "frames"), default=256,
                     help="frames per callback, 16..8192")  # fmt: skip
-    pl.add_argument("--audio-process", action="store_true", help="run the stream in its own process")
+    pl.add_argument(
+        "--in-process-audio",
+        action="store_true",
+        help="run the output stream in this process (debugging; default: its own process)",
+    )
+    pl.add_argument("--audio-process", action="store_true", help=argparse.SUPPRESS)  # the default now
     pl.add_argument("--seconds", type=SECONDS, default=0.0, help="stop after this long (0: at the end)")
     pl.add_argument("--policy", default="role_aware", choices=["role_aware", "fifo"])
     pl.set_defaults(func=cmd_play)

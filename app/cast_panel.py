@@ -18,11 +18,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.core.limits import limit
 from engine.core.types import Voice
 
 COLUMNS = ("Role", "Voice", "Rate", "Pitch", "Gain dB", "Pan", "Weight", "Mute", "Solo")
 WEIGHT_STEPS = 10
-"""The weight slider moves in tenths (0..20 in steps of 0.1)."""
+"""The weight slider moves in tenths, over the engine's whole range (`VOICE_LIMITS`)."""
 
 
 class CastPanel(QWidget):
@@ -71,12 +72,13 @@ class CastPanel(QWidget):
         voice.lineEdit().editingFinished.connect(
             lambda r=role, w=voice: self._emit(r, **voice_change(w.currentText()))
         )
-        rate = _spin(80, 450, lambda v, r=role: self._emit(r, rate_wpm=v))
-        pitch = _spin(0, 100, lambda v, r=role: self._emit(r, pitch=v))
-        gain = _dspin(-60.0, 12.0, 0.5, lambda v, r=role: self._emit(r, gain_db=v))
-        pan = _dspin(-1.0, 1.0, 0.1, lambda v, r=role: self._emit(r, pan=v))
+        rate = _spin(*limit("rate_wpm"), lambda v, r=role: self._emit(r, rate_wpm=v))
+        pitch = _spin(*limit("pitch"), lambda v, r=role: self._emit(r, pitch=v))
+        gain = _dspin(*limit("gain_db"), 0.5, lambda v, r=role: self._emit(r, gain_db=v))
+        pan = _dspin(*limit("pan"), 0.1, lambda v, r=role: self._emit(r, pan=v))
         weight = QSlider(Qt.Orientation.Horizontal)
-        weight.setRange(0, 20 * WEIGHT_STEPS)
+        lo, hi = limit("weight")
+        weight.setRange(round(lo * WEIGHT_STEPS), round(hi * WEIGHT_STEPS))
         weight.setMinimumWidth(90)
         weight.valueChanged.connect(lambda v, r=role: self._emit(r, weight=v / WEIGHT_STEPS))
         mute, solo = QCheckBox(), QCheckBox()
@@ -121,9 +123,9 @@ def voice_change(text: str) -> dict[str, str]:
     return {"voice_id": text} if ":" in text else {"backend": "espeak", "voice_id": text}
 
 
-def _spin(lo: int, hi: int, on_change: Any) -> QSpinBox:
+def _spin(lo: float, hi: float, on_change: Any) -> QSpinBox:
     w = QSpinBox()
-    w.setRange(lo, hi)
+    w.setRange(round(lo), round(hi))
     w.setKeyboardTracking(False)
     w.valueChanged.connect(on_change)
     return w

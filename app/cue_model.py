@@ -15,12 +15,15 @@ STATE_COLOURS = {
     "queued": "#a78bfa",
     "synthesizing": "#f59e0b",
     "ready": "#22c55e",
+    "standby": "#facc15",
     "playing": "#38bdf8",
     "played": "#475569",
     "failed": "#ef4444",
     "fallback": "#fb923c",
 }
 """One colour per cue state, shared by the cue list and the timeline."""
+ADLIB_COLOUR = "#e879f9"
+"""Ad-libs (heard once) are drawn in their own colour whatever their state."""
 
 COLUMNS = ("#", "Scene", "Role", "Line", "State")
 LINE_COLUMN = 3
@@ -36,6 +39,7 @@ class CueTableModel(QAbstractTableModel):
         self.scenes: tuple[str, ...] = ()
         self.on_edit = on_edit
         self._brushes = {k: QBrush(QColor(v)) for k, v in STATE_COLOURS.items()}
+        self._adlib = QBrush(QColor(ADLIB_COLOUR))
 
     def update(self, cues: tuple[CueView, ...], scenes: tuple[str, ...]) -> None:
         """Take the snapshot's cues; only rows that changed are repainted."""
@@ -68,7 +72,7 @@ class CueTableModel(QAbstractTableModel):
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.EditRole):
             return self._text(cue, col)
         if role == Qt.ItemDataRole.ForegroundRole and col == 4:
-            return self._brushes.get(cue.state)
+            return self._adlib if cue.kind == "adlib" else self._brushes.get(cue.state)
         if role == Qt.ItemDataRole.ToolTipRole:
             tip = f"{cue.role}: {cue.text}"
             if cue.hints:
@@ -90,11 +94,16 @@ class CueTableModel(QAbstractTableModel):
         if col == 3:
             return cue.text
         state = "fallback" if cue.fallback and cue.state in ("ready", "playing") else cue.state
-        return state + (f" +{cue.late_ms:.0f} ms" if cue.late_ms > 0 else "")
+        kind = {"adlib": "ad-lib · ", "kept": "kept ad-lib · "}.get(cue.kind, "")
+        return kind + state + (f" +{cue.late_ms:.0f} ms" if cue.late_ms > 0 else "")
+
+    def row_of(self, cue_index: int) -> int:
+        """The row showing cue `cue_index` (ad-libs follow the script's cues), or -1."""
+        return next((k for k, c in enumerate(self.cues) if c.index == cue_index), -1)
 
     def flags(self, index: Index) -> Qt.ItemFlag:
         base = super().flags(index)
-        if index.isValid() and index.column() == LINE_COLUMN:
+        if index.isValid() and index.column() == LINE_COLUMN and self.cues[index.row()].kind == "line":
             return base | Qt.ItemFlag.ItemIsEditable
         return base
 

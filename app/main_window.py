@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -37,9 +38,11 @@ from app.cue_model import CueTableModel
 from app.heatmap import HeatmapWidget
 from app.jobs import RenderJob
 from app.monitor import LatencyMonitor
+from app.pending import Pending
 from app.session import Session
 from app.timeline import TimelineWidget
 from engine.core.errors import TroupeError
+from engine.core.types import Script
 from engine.render import RenderResult
 from engine.service import Engine, EngineSettings, EngineSnapshot
 
@@ -93,7 +96,11 @@ class MainWindow(QMainWindow):
         self.adlib_text.setPlaceholderText("Ad-lib: type a line and press Enter to speak it now")
         self.adlib_text.returnPressed.connect(self.speak_adlib)
         self.status = QLabel()
+        self.busy = QLabel()
+        self.busy.setStyleSheet("color: #f59e0b;")
+        self.statusBar().addPermanentWidget(self.busy)
         self.statusBar().addPermanentWidget(self.status)
+        self.pending = Pending(self.busy, self)
         self._build_layout()
         self._build_actions()
         self.bridge = EngineBridge(source or engine, parent=self)
@@ -169,8 +176,11 @@ class MainWindow(QMainWindow):
         self.loop_action.setCheckable(True)
         self.stack_action = a("Cue-stack mode (each cue waits for GO)", self._cue_stack, "Ctrl+G")
         self.stack_action.setCheckable(True)
+        self.keep_action = a("Keep selected ad-lib in the show", self._keep_adlib, "Ctrl+K")
+        self.delete_action = a("Delete selected ad-lib", self._delete_adlib, "Ctrl+Delete")
         for act in (self.go_action, self.play_action, self.pause_action, self.stop_action,
-                    self.panic_action, nxt, prev, jump, self.loop_action, self.stack_action):  # fmt: skip
+                    self.panic_action, nxt, prev, jump, self.loop_action, self.stack_action,
+                    self.keep_action, self.delete_action):  # fmt: skip
             show.addAction(act)
         bar = QToolBar("Transport")
         bar.setObjectName("transport")
@@ -198,32 +208,41 @@ class MainWindow(QMainWindow):
         if [self.adlib_role.itemText(k) for k in range(self.adlib_role.count())] != list(snap.roles):
             self.adlib_role.clear()
             self.adlib_role.addItems(list(snap.roles))
-        state = "playing" if snap.playing else "paused"
+        state = snap.status
         self.status.setText(f"{snap.title or 'no script'}  ·  {state}  ·  "
                             f"{_clock(snap.playhead_s)} / {_clock(snap.end_s)}")  # fmt: skip
         self.setWindowTitle(f"Troupe — {snap.title}" if snap.title else "Troupe")
 
     # --- scripts and projects -----------------------------------------------------------
     def open_script(self, path: str | Path) -> bool:
-        """Import a script; on a bad file show the importer's message and keep the show."""
+        """Import a script; on a bad file show the importer's message and keep the show.
+        True when the file read cleanly (it becomes the show a moment later)."""
         try:
-            script = self.engine.load(path)
+            future = self.engine.begin_load(path)
         except TroupeError as exc:
             self.banner.show_message(str(exc))
             return False
-        self.session.add_recent(Path(path))
-        self.statusBar().showMessage(f"opened {script.title}: {len(script.cues)} lines", 5000)
-        self.bridge.poll()
+
+        def opened(script: Script) -> None:
+            self.session.add_recent(Path(path))
+            self.statusBar().showMessage(f"opened {script.title}: {len(script.cues)} lines", 5000)
+            self.bridge.poll()
+
+        self.pending.watch(future, f"opening {Path(path).name}", self.banner.show_message, opened)
         return True
 
     def open_project(self, path: str | Path) -> bool:
         try:
-            self.engine.open_project(path)
+            future = self.engine.begin_open_project(path)
         except TroupeError as exc:
             self.banner.show_message(str(exc))
             return False
-        self.session.add_recent(Path(path))
-        self.bridge.poll()
+
+        def opened(_script: Script) -> None:
+            self.session.add_recent(Path(path))
+            self.bridge.poll()
+
+        self.pending.watch(future, f"opening {Path(path).name}", self.banner.show_message, opened)
         return True
 
     def open_paths(self, paths: list[Path]) -> None:
@@ -255,10 +274,11 @@ class MainWindow(QMainWindow):
             self.recent_menu.addAction("(none)").setEnabled(False)
 
     def save_project(self) -> None:
-        if self.engine.project_path is None:
+        path = self.engine.project_path  # NB: one reference read
+        if path is None:
             self.save_project_as()
             return
-        self._save(self.engine.project_path)
+        self._save(path)
 
     def save_project_as(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Save project", "show.troupe.json", PROJECT_FILTER)
@@ -266,12 +286,9 @@ class MainWindow(QMainWindow):
             self._save(Path(path))
 
     def _save(self, path: Path) -> None:
-        try:
-            self.engine.save_project(path)
-        except (TroupeError, OSError) as exc:
-            self.banner.show_message(f"could not save the project: {exc}")
-        else:
-            self.statusBar().showMessage(f"saved {path}", 5000)
+        self.pending.watch(self.engine.begin_save_project(path), "saving the project",
+                           lambda msg: self.banner.show_message(f"could not save: {msg}"),
+                           lambda _: self.statusBar().showMessage(f"saved {path}", 5000))  # fmt: skip
 
     def _recover(self, path: Path) -> None:
         if self.open_project(path):
@@ -289,15 +306,24 @@ class MainWindow(QMainWindow):
 
     # --- director commands ------------------------------------------------------------
     def play(self) -> None:
-        if self.ensure_output():
-            self.engine.play()
+        self.with_output(self.engine.play)
 
     def go(self) -> None:
-        if self.ensure_output():
-            self.engine.go()
+        self.with_output(self.engine.go)
+
+    def with_output(self, then: Callable[[], None]) -> None:
+        """Run `then` once the audio output is open (opening it first if needed, without
+        waiting on it here: the device may take a while, or fail with a message)."""
+        if self.engine.output_open:
+            then()
+            return
+        self.pending.watch(self.engine.begin_open_output(), "opening the audio output",
+                           lambda msg: self.banner.show_message(f"audio output: {msg}"),
+                           lambda _: then())  # fmt: skip
 
     def ensure_output(self) -> bool:
-        if self.engine.output is not None:
+        """Open the output and wait for it (the --smoke self-test; slots use `with_output`)."""
+        if self.engine.output_open:
             return True
         try:
             self.engine.open_output()
@@ -307,10 +333,9 @@ class MainWindow(QMainWindow):
         return True
 
     def _device_chosen(self, index: int) -> None:
-        try:
-            self.engine.set_device(self.device_box.itemData(index))
-        except TroupeError as exc:
-            self.banner.show_message(f"audio output: {exc}")
+        self.pending.watch(self.engine.begin_set_device(self.device_box.itemData(index)),
+                           "switching the audio output",
+                           lambda msg: self.banner.show_message(f"audio output: {msg}"))  # fmt: skip
 
     def speak_adlib(self) -> None:
         role, text = self.adlib_role.currentText(), self.adlib_text.text()
@@ -335,8 +360,10 @@ class MainWindow(QMainWindow):
         return self.cue_model.cues[row].index if 0 <= row < len(self.cue_model.cues) else None
 
     def select_cue(self, cue_index: int) -> None:
-        self.cues.selectRow(cue_index)
-        self.cues.scrollTo(self.cue_model.index(cue_index, 0))
+        row = self.cue_model.row_of(cue_index)
+        if row >= 0:
+            self.cues.selectRow(row)
+            self.cues.scrollTo(self.cue_model.index(row, 0))
 
     def _selected(self, row: int) -> None:
         if 0 <= row < len(self.cue_model.cues):
@@ -353,10 +380,28 @@ class MainWindow(QMainWindow):
             self.loop_action.setChecked(False)
             self.banner.show_message("select a cue of the scene to loop")
             return
-        self.engine.loop_scene(self.cue_model.cues[cue].scene if on and cue is not None else None)
+        scene = self.cue_model.cues[self.cue_model.row_of(cue)].scene if on and cue is not None else None
+        self.engine.loop_scene(scene)
 
     def _cue_stack(self, on: bool) -> None:
         self.engine.set_cue_stack(on)
+
+    def _selected_adlib(self) -> int | None:
+        row = self.cues.currentIndex().row()
+        if 0 <= row < len(self.cue_model.cues) and self.cue_model.cues[row].kind != "line":
+            return self.cue_model.cues[row].index
+        self.banner.show_message("select an ad-lib in the cue list first")
+        return None
+
+    def _keep_adlib(self) -> None:
+        index = self._selected_adlib()
+        if index is not None:
+            self.engine.keep_adlib(index)
+
+    def _delete_adlib(self) -> None:
+        index = self._selected_adlib()
+        if index is not None:
+            self.engine.delete_adlib(index)
 
     # --- export -------------------------------------------------------------------------
     def render_dialog(self, stems: bool = False) -> None:
@@ -426,7 +471,7 @@ def run_gui(args: argparse.Namespace) -> int:
     app.setOrganizationName("Troupe")
     settings = EngineSettings(
         processes=getattr(args, "processes", 1) or 1,
-        audio_process=bool(getattr(args, "audio_process", False)),
+        audio_process=not getattr(args, "in_process_audio", False),
     )
     if getattr(args, "device", None) is not None:
         settings = replace(settings, output=replace(settings.output, device=args.device))
@@ -449,7 +494,8 @@ def _smoke(app: QApplication, window: MainWindow) -> int:
     QTimer.singleShot(2000, app.quit)
     app.exec()
     snap = window.engine.snapshot()
-    callbacks = window.engine.ring.callbacks
+    callbacks = window.engine.ring.callbacks  # the smoke test reads the ring header itself
+    f = snap.figures
     print(f"smoke: {snap.title!r}, {len(snap.cues)} cues, playhead {snap.playhead_s:.2f} s, "
-          f"{callbacks} callbacks, {snap.figures.underruns} underruns")  # fmt: skip
+          f"{callbacks} callbacks, {f.underruns} underruns, {f.xruns} xruns")  # fmt: skip
     return 0 if callbacks > 0 and snap.playhead_s > 0 else 1

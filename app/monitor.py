@@ -25,12 +25,13 @@ _NUMBERS = (  # (label, format, figures attribute or callable)
     ("ring fill", "{:.0f} ms", "ring_fill_ms"),
     ("callback load", "{:.1%}", "callback_load"),
     ("underruns", "{}", "underruns"),
+    ("xruns", "{}", "xruns"),
     ("queue depth", "{}", "queue_depth"),
     ("late lines", "{}", "deadline_misses"),
     ("fallbacks", "{}", "fallbacks"),
     ("anomalies", "{}", "anomalies"),
 )
-_ALARM = {"underruns", "deadline_misses", "anomalies"}
+_ALARM = {"underruns", "xruns", "deadline_misses", "anomalies"}
 
 
 class LatencyMonitor(QWidget):

@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, QStandardPaths, QTimer
 from PySide6.QtWidgets import QMainWindow
 
 from app.banner import Banner
-from engine.core.errors import TroupeError
 from engine.service import Engine
 
 AUTOSAVE_MS = 30_000
 MAX_RECENT = 10
+
+
+def _ignore_errors(future: Future[None]) -> None:
+    future.exception()
 
 
 class Session:
@@ -46,15 +50,14 @@ class Session:
             )  # fmt: skip
         self.timer.start()
 
-    def autosave(self) -> bool:
-        """Save the project (script path, cast, edits) to the autosave file; never raises."""
+    def autosave(self) -> Future[None] | None:
+        """Save the project (script path, cast, edits) to the autosave file, on the engine
+        thread (the window does not wait); never raises. The future, or None with no script."""
         if self.engine.script is None:
-            return False
-        try:
-            self.engine.save_project(self.autosave_path, as_current=False)
-        except (TroupeError, OSError):
-            return False
-        return True
+            return None
+        future = self.engine.begin_save_project(self.autosave_path, as_current=False)
+        future.add_done_callback(_ignore_errors)  # a failed autosave waits for the next one
+        return future
 
     def close(self, window: QMainWindow) -> None:
         self.timer.stop()

@@ -8,7 +8,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from app.cue_model import STATE_COLOURS
+from app.cue_model import ADLIB_COLOUR, STATE_COLOURS
 from engine.service import CueView
 
 BAR_HEIGHT = 0.7
@@ -85,7 +85,7 @@ class TimelineWidget(QWidget):
     def _layer(self, key: tuple[str, str]) -> pg.BarGraphItem:
         if key not in self.layers:
             state, outline = key
-            brush = pg.mkBrush(STATE_COLOURS[state])
+            brush = pg.mkBrush(ADLIB_COLOUR if state == "adlib" else STATE_COLOURS[state])
             item = pg.BarGraphItem(
                 x0=[], y=[], width=[], height=BAR_HEIGHT, brush=brush, pen=self._pens[outline]
             )
@@ -127,6 +127,8 @@ class TimelineWidget(QWidget):
 
 
 def _state(c: CueView) -> str:
+    if c.kind == "adlib":
+        return "adlib"
     state = "fallback" if c.fallback and c.state in ("ready", "playing") else c.state
     return state if state in STATE_COLOURS else "pending"
 

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.core.errors import CastError
+from engine.core.limits import VOICE_LIMITS
 from engine.core.types import Role, Script, Voice
+from engine.script.common import normalise_role
 
 _ACCENTS = ("en-us", "en", "en-gb-x-rp", "en-gb-scotland", "en-029", "en-us-nyc", "en-gb-x-gbclan")
 _VARIANTS = {
@@ -20,14 +22,6 @@ _VARIANTS = {
     "f": ("f1", "f2", "f3", "f4", "f5", "Annie", "belinda", "linda", "steph", "anika"),
 }
 _PITCHES = (38, 50, 62)
-_LIMITS: dict[str, tuple[float, float]] = {
-    "rate_wpm": (80, 450),
-    "pitch": (0, 100),
-    "pitch_range": (0, 100),
-    "gain_db": (-60.0, 12.0),
-    "pan": (-1.0, 1.0),
-    "weight": (0.0, 100.0),
-}
 
 
 def _hash(name: str) -> int:
@@ -70,7 +64,7 @@ def validate_voice(voice: Voice, where: str) -> Voice:
         raise CastError(
             f"{where}: unknown voice backend {voice.backend!r}; expected one of {', '.join(BACKENDS)}"
         )
-    for name, (lo, hi) in _LIMITS.items():
+    for name, (lo, hi) in VOICE_LIMITS.items():
         value = getattr(voice, name)
         if not isinstance(value, int | float) or not math.isfinite(value) or not lo <= value <= hi:
             raise CastError(f"{where}: {name} = {value!r}; expected a number from {lo} to {hi}")
@@ -133,7 +127,7 @@ class Cast:
         for role, entry in data.items():
             if not isinstance(entry, Mapping):
                 raise CastError(f"{where}: role {role!r} must be a table of voice settings")
-            voices[str(role).upper()] = voice_from_dict(entry, f"{where}, role {role}")
+            voices[normalise_role(str(role))] = voice_from_dict(entry, f"{where}, role {role}")
         return cls(voices)
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.scheduler.request import Clock, monotonic
+from engine.core.clock import Clock, monotonic
 
 
 class Rolling:

@@ -13,12 +13,12 @@ import queue
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
-from numpy.typing import NDArray
 
 from engine.audio_io.output import (
     AudioOutput,
@@ -29,24 +29,26 @@ from engine.audio_io.output import (
 )
 from engine.audio_io.ring import MixRing
 from engine.cast import Cast, load_project, save_project
-from engine.core.errors import TroupeError
-from engine.core.types import SAMPLE_RATE_HZ, Script, Voice
+from engine.core.clock import Clock, monotonic
+from engine.core.errors import EngineBusy, TroupeError
+from engine.core.types import Script
 from engine.metrics import AnomalyDetector, Rolling
 from engine.mixer import Pacing
 from engine.render import Progress, RenderResult, render_script
 from engine.scheduler import Request, Scheduler, SchedulerConfig, State
 from engine.scheduler.backend import neural_voice_ids, standard_backends
-from engine.scheduler.request import Clock, monotonic
 from engine.script import load_script
+from engine.script.common import normalise_role
 from engine.show import Show
+from engine.snapshot import HISTORY_COLUMNS, CueView, EngineSnapshot, Figures, build_snapshot
 from engine.synthesis.espeak import EspeakSynthesizer, espeak_variants, espeak_voices
+from engine.synthesis.kokoro import warm_up_in_background
 from engine.synthesis.router import Router
 
 log = logging.getLogger("troupe.engine")
 
 T = TypeVar("T")
-HISTORY_COLUMNS = 600
-"""Priority heatmap width: 30 s at one column per 50 ms scheduler tick."""
+__all__ = ["HISTORY_COLUMNS", "CueView", "Engine", "EngineSettings", "EngineSnapshot", "Figures", "wait"]
 
 
 @dataclass(frozen=True)
@@ -57,77 +59,14 @@ class EngineSettings:
     """espeak-ng worker processes (1 = in this process)."""
     policy: str = "role_aware"
     output: OutputSettings = field(default_factory=OutputSettings)
-    audio_process: bool = False
+    audio_process: bool = True
+    """Run the output stream in its own process (the default: GUI redraws and synthesis in
+    this process cannot delay its callback); False runs it here, for debugging."""
     render_ahead_ms: float = 200.0
     pacing: Pacing = field(default_factory=Pacing)
     ring_frames: int = 1 << 15
     neural: bool = True
     """Offer Kokoro voices when the neural extra is installed."""
-
-
-@dataclass(frozen=True)
-class CueView:
-    """One cue as the GUI shows it."""
-
-    index: int
-    role: str
-    text: str
-    scene: int
-    state: str
-    start_s: float
-    duration_s: float
-    late_ms: float
-    fallback: bool
-    error: str
-    hints: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Figures:
-    """The latency monitor's numbers."""
-
-    adlib_p50_ms: float = float("nan")
-    """Ad-lib latency from Enter to its first sample in the ring."""
-    adlib_p95_ms: float = float("nan")
-    audible_p50_ms: float = float("nan")
-    """Ad-lib latency from Enter to its first audible sample (the callback's DAC time)."""
-    audible_p95_ms: float = float("nan")
-    queue_wait_p50_ms: float = float("nan")
-    queue_wait_p95_ms: float = float("nan")
-    rtf: float = float("nan")
-    ring_fill_ms: float = 0.0
-    callback_load: float = 0.0
-    """Median callback time / block period over the latest callbacks."""
-    underruns: int = 0
-    queue_depth: int = 0
-    deadline_misses: int = 0
-    fallbacks: int = 0
-    anomalies: int = 0
-
-
-@dataclass(frozen=True)
-class EngineSnapshot:
-    """Everything the GUI draws, frozen at one moment."""
-
-    version: int
-    title: str = ""
-    path: str = ""
-    playing: bool = False
-    output_open: bool = False
-    playhead_s: float = 0.0
-    end_s: float = 0.0
-    cues: tuple[CueView, ...] = ()
-    roles: tuple[str, ...] = ()
-    voices: dict[str, Voice] = field(default_factory=dict)
-    scenes: tuple[str, ...] = ()
-    priorities: NDArray[np.float32] = field(
-        default_factory=lambda: np.zeros((0, HISTORY_COLUMNS), np.float32)
-    )
-    """roles x HISTORY_COLUMNS, newest column last."""
-    figures: Figures = field(default_factory=Figures)
-    latency_points: tuple[tuple[float, float, bool], ...] = ()
-    """(show time s, latency ms, missed) of recent lines, for the rolling plot."""
-    cue_stack: bool = False
 
 
 class Engine:
@@ -137,7 +76,8 @@ class Engine:
         self.settings = settings or EngineSettings()
         self.clock = clock
         self.ring = MixRing(self.settings.ring_frames)
-        backends = standard_backends(self.settings.processes, self.settings.neural)
+        # Neural models load when a role is first cast to them (see `_warm_up`), not at start.
+        backends = standard_backends(self.settings.processes, self.settings.neural, warm_up=False)
         self.scheduler = Scheduler(backends, SchedulerConfig(policy=self.settings.policy), clock)
         self.script: Script | None = None
         self.cast = Cast()
@@ -150,13 +90,15 @@ class Engine:
         self._commands: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._snapshot = EngineSnapshot(version=0)
         self._version = 0
-        self._history = np.zeros((0, HISTORY_COLUMNS), np.float32)
+        self.history = np.zeros((0, HISTORY_COLUMNS), np.float32)
+        """Role priorities, roles x HISTORY_COLUMNS (the heatmap), written on the engine thread."""
         self._last_history_t = 0.0
         self.adlib_ms = Rolling(120.0, clock)
         self.audible_ms = Rolling(120.0, clock)
         self.queue_wait_ms = Rolling(60.0, clock)
         self.anomalies = AnomalyDetector(clock=clock)
         self._latency_points: list[tuple[float, float, bool]] = []
+        self._warm_ups: dict[str, threading.Thread] = {}
         self._stop = threading.Event()
         self._wake = threading.Event()
         self.engine_errors = 0
@@ -190,8 +132,9 @@ class Engine:
             self.output.sync_controls()
         self._record()
 
-    def call(self, fn: Callable[[], T], timeout_s: float = 10.0) -> T:
-        """Run `fn` on the engine thread and return its result (or raise its error)."""
+    def submit(self, fn: Callable[[], T]) -> Future[T]:
+        """Run `fn` on the engine thread; the future holds its result or its error. What
+        the GUI uses: it never waits on the engine (see `app/pending.py`)."""
         fut: Future[T] = Future()
 
         def run() -> None:
@@ -202,7 +145,11 @@ class Engine:
 
         self._commands.put(run)
         self._wake.set()
-        return fut.result(timeout_s)
+        return fut
+
+    def call(self, fn: Callable[[], T], timeout_s: float = 10.0) -> T:
+        """Run `fn` on the engine thread and return its result (or raise its error)."""
+        return wait(self.submit(fn), timeout_s)
 
     def post(self, fn: Callable[[], None]) -> None:
         """Run `fn` on the engine thread soon; errors go to the message banner."""
@@ -226,10 +173,10 @@ class Engine:
             return
         self._last_history_t = now
         show = self.show
-        if show is not None and self._history.shape[0]:
+        if show is not None and self.history.shape[0]:
             pr = self.scheduler.role_priorities()
-            self._history = np.roll(self._history, -1, axis=1)
-            self._history[:, -1] = [pr.get(r, 0.0) for r in show.script.roles]
+            self.history = np.roll(self.history, -1, axis=1)
+            self.history[:, -1] = [pr.get(r, 0.0) for r in show.script.roles]
         self._snapshot = self._build_snapshot()
 
     def _on_request_done(self, r: Request) -> None:
@@ -239,48 +186,7 @@ class Engine:
 
     def _build_snapshot(self) -> EngineSnapshot:
         self._version += 1
-        show = self.show
-        if show is None or self.script is None:
-            return EngineSnapshot(version=self._version, output_open=self.output is not None)
-        cues = tuple(
-            CueView(
-                t.cue.index,
-                t.cue.role,
-                t.cue.text,
-                t.cue.scene,
-                t.state.value,
-                t.start_s if t.start_s is not None else show.planned_start_s(t.cue.index),
-                t.est_duration_s,
-                t.late_ms,
-                t.fallback,
-                t.error,
-                t.cue.hints,
-            )
-            for t in show.tracks
-        )
-        times = self.ring.callback_times_ns()[-512:]
-        block_ns = self.settings.output.block_frames / SAMPLE_RATE_HZ * 1e9
-        figures = Figures(
-            adlib_p50_ms=self.adlib_ms.percentile(50), adlib_p95_ms=self.adlib_ms.percentile(95),
-            audible_p50_ms=self.audible_ms.percentile(50), audible_p95_ms=self.audible_ms.percentile(95),
-            queue_wait_p50_ms=self.queue_wait_ms.percentile(50),
-            queue_wait_p95_ms=self.queue_wait_ms.percentile(95),
-            rtf=self.scheduler.backends["espeak"].rtf,
-            ring_fill_ms=self.ring.fill_frames / SAMPLE_RATE_HZ * 1000,
-            callback_load=float(np.median(times)) / block_ns if times.size else 0.0,
-            underruns=self.ring.underruns, queue_depth=self.scheduler.pending_count,
-            deadline_misses=show.stats.late, fallbacks=sum(t.fallback for t in show.tracks),
-            anomalies=len(self.anomalies.flagged),
-        )  # fmt: skip
-        points = tuple((t.start_s, t.late_ms, t.late_ms > 0) for t in show.tracks if t.start_s is not None)
-        return EngineSnapshot(
-            version=self._version, title=self.script.title, path=self.script.path,
-            playing=self.ring.playing and self.output is not None, output_open=self.output is not None,
-            playhead_s=show.playhead_s, end_s=show.end_s, cues=cues, roles=tuple(self.script.roles),
-            voices={r: self.cast[r] for r in self.script.roles},
-            scenes=tuple(s.heading for s in self.script.scenes), priorities=self._history.copy(),
-            figures=figures, latency_points=points[-400:], cue_stack=show.cue_stack,
-        )  # fmt: skip
+        return build_snapshot(self, self._version)
 
     # --- any thread: queries ---------------------------------------------------------
     def snapshot(self) -> EngineSnapshot:
@@ -303,13 +209,18 @@ class Engine:
     # --- any thread: commands --------------------------------------------------------
     def load(self, path: str | Path, keep_cast: bool = True) -> Script:
         """Import a script and make it the show; on a bad file the current show stays."""
-        script = load_script(path)  # raises ScriptError before anything changes
+        return wait(self.begin_load(path, keep_cast))
+
+    def begin_load(self, path: str | Path, keep_cast: bool = True) -> Future[Script]:
+        """`load` without waiting: the file is read here (a bad one raises `ScriptError` at
+        once, before anything changes); the future resolves once it is the show."""
+        script = load_script(path)
 
         def swap() -> Script:
             self._install(script, Cast.auto(script, self.cast.voices if keep_cast else None), {})
             return script
 
-        return self.call(swap)
+        return self.submit(swap)
 
     def _install(self, script: Script, cast: Cast, edits: dict[int, str]) -> None:
         if self.show is not None:
@@ -324,59 +235,80 @@ class Engine:
                          self.settings.render_ahead_ms, clock=self.clock)  # fmt: skip
         self.show.on_request_done = self._on_request_done
         self._warn_missing_backends(cast.voices.keys())
-        self._history = np.zeros((len(script.roles), HISTORY_COLUMNS), np.float32)
+        self._warm_up(cast.voices.keys())
+        self.history = np.zeros((len(script.roles), HISTORY_COLUMNS), np.float32)
         self._snapshot = self._build_snapshot()
 
-    def open_output(self) -> None:
-        """Open the audio device (in this process or the audio process)."""
+    @property
+    def output_open(self) -> bool:
+        return self.output is not None  # NB: one reference read
 
+    @property
+    def block_frames(self) -> int:
+        return self.settings.output.block_frames
+
+    def open_output(self) -> None:
+        """Open the audio device (in the audio process by default, or in this process)."""
+        wait(self.begin_open_output(), 30)
+
+    def begin_open_output(self) -> Future[None]:
         def open_() -> None:
             if self.output is None:
                 out = make_output(self.ring, self.settings.output, self.settings.audio_process)
                 out.start()
                 self.output = out
 
-        self.call(open_, timeout_s=30)
+        return self.submit(open_)
 
     def close_output(self) -> None:
-        def close_() -> None:
-            if self.output is not None:
-                self.output.stop()
-                self.output = None
+        wait(self.submit(self._close_output), 30)
 
-        self.call(close_, timeout_s=30)
+    def _close_output(self) -> None:
+        if self.output is not None:
+            self.output.stop()
+            self.output = None
 
     def set_device(self, device: str | int | None) -> None:
-        was_open = self.output is not None
-        self.close_output()
-        self.settings = replace(self.settings, output=replace(self.settings.output, device=device))
-        if was_open:
-            self.open_output()
+        wait(self.begin_set_device(device), 60)
+
+    def begin_set_device(self, device: str | int | None) -> Future[None]:
+        """Switch the output device (reopened at once if it was open)."""
+
+        def switch() -> None:
+            was_open = self.output is not None
+            self._close_output()
+            self.settings = replace(self.settings, output=replace(self.settings.output, device=device))
+            if was_open:
+                out = make_output(self.ring, self.settings.output, self.settings.audio_process)
+                out.start()
+                self.output = out
+
+        return self.submit(switch)
 
     def play(self) -> None:
+        """Play from where the clock is (from the top after Stop or the end)."""
         self.post(lambda: self._show().pause(False))
 
     def pause(self) -> None:
         self.post(lambda: self._show().pause(True))
 
     def toggle(self) -> None:
-        self.post(lambda: self._show().pause(self.ring.playing))
+        self.post(lambda: self._show().pause(self._show().running))
 
     def stop(self) -> None:
-        """Stop and rewind to the top of the show."""
-
-        def stop_() -> None:
-            self._show().pause(True)
-            self._show().seek(0.0)
-
-        self.post(stop_)
+        """Stop and go back to the top: clock 0, every cue pending."""
+        self.post(lambda: self._show().stop())
 
     def panic(self) -> None:
-        """Silence now: drop everything queued in the ring and pause."""
+        """Silence now: pause and drop everything queued in the ring."""
 
         def panic_() -> None:
-            self.ring.set_controls(playing=False, gain=self.ring.gain)
-            self.ring.reset()
+            if self.show is None:
+                self.ring.set_controls(playing=False, gain=self.ring.gain)
+                self.ring.reset()
+                return
+            self.show.pause(True)
+            self.show.seek(self.show.playhead_s)
 
         self.post(panic_)
 
@@ -393,12 +325,26 @@ class Engine:
             show = self._show()
             if show.cue_stack:
                 show.go()
-            show.pause(False)
+            else:
+                show.pause(False)
 
         self.post(go_)
 
     def set_cue_stack(self, on: bool) -> None:
-        self.post(lambda: setattr(self._show(), "cue_stack", on))
+        """Cue-stack mode: every cue waits for GO, the clock holding while one waits."""
+        self.post(lambda: self._show().set_cue_stack(on))
+
+    def keep_adlib(self, index: int) -> None:
+        """Keep an ad-lib in the show: it becomes a cue at the time it was heard."""
+
+        def keep() -> None:
+            self._show().adlibs.keep(index)
+
+        self.post(keep)
+
+    def delete_adlib(self, index: int) -> None:
+        """Remove an ad-lib from the cue list, the timeline and the mix."""
+        self.post(lambda: self._show().adlibs.delete(index))
 
     def loop_scene(self, scene: int | None) -> None:
         self.post(lambda: self._show().loop_scene(scene))
@@ -437,7 +383,7 @@ class Engine:
 
         def adlib_() -> None:
             try:
-                r = self._show().adlib(role.upper(), text)
+                r = self._show().adlib(normalise_role(role), text)
             except TroupeError as exc:
                 result.set_exception(exc)
                 raise
@@ -466,6 +412,18 @@ class Engine:
         self._show().recast(role, **changes)
         if "backend" in changes or "voice_id" in changes:
             self._warn_missing_backends([role])
+            self._warm_up([role])
+
+    def _warm_up(self, roles: Iterable[str]) -> None:
+        """Start loading the model of each neural backend a role is cast to (once each), so
+        its first line does not wait for the load; `close` waits for every load it started."""
+        for role in roles:
+            name = self.cast[role].backend
+            backend = self.scheduler.backends.get(name)
+            if name != "espeak" and backend is not None and name not in self._warm_ups:
+                thread = warm_up_in_background(backend.synth)
+                if thread is not None:
+                    self._warm_ups[name] = thread
 
     def _warn_missing_backends(self, roles: Iterable[str]) -> None:
         """Tell the director (banner) which roles are cast to a backend not installed here:
@@ -487,7 +445,9 @@ class Engine:
     # --- projects and export ---------------------------------------------------------
     def save_project(self, path: str | Path, as_current: bool = True) -> None:
         """Save script path, cast and edits; `as_current=False` for an autosave copy."""
+        wait(self.begin_save_project(path, as_current))
 
+    def begin_save_project(self, path: str | Path, as_current: bool = True) -> Future[None]:
         def save() -> None:
             if self.script is None:
                 raise TroupeError("nothing to save: no script is loaded")
@@ -495,9 +455,13 @@ class Engine:
             if as_current:
                 self.project_path = Path(path)
 
-        self.call(save)
+        return self.submit(save)
 
     def open_project(self, path: str | Path) -> Script:
+        return wait(self.begin_open_project(path))
+
+    def begin_open_project(self, path: str | Path) -> Future[Script]:
+        """`open_project` without waiting (files read here; errors raised at once)."""
         script_path, cast, edits = load_project(path)
         script = load_script(script_path)
 
@@ -506,7 +470,7 @@ class Engine:
             self.project_path = Path(path)
             return script
 
-        return self.call(swap)
+        return self.submit(swap)
 
     def render(self, out: str | Path, stems: str | Path | None = None, progress: Progress | None = None,
                cancel: threading.Event | None = None) -> RenderResult:  # fmt: skip
@@ -525,12 +489,22 @@ class Engine:
         self._stop.set()
         self._wake.set()
         self._thread.join(10)
+        for thread in self._warm_ups.values():
+            thread.join()  # a model still loading must not outlive the interpreter
         if self.show is not None:
             self.show.close()
         self.scheduler.close()
         for b in self.scheduler.backends.values():
             b.synth.close()
         self.ring.close()
+
+
+def wait(fut: Future[T], timeout_s: float = 10.0) -> T:
+    """The future's result; an engine that does not answer in time is a `TroupeError`."""
+    try:
+        return fut.result(timeout_s)
+    except FutureTimeout:
+        raise EngineBusy(f"the engine did not answer within {timeout_s:g} s; try again") from None
 
 
 def _chain(

@@ -5,80 +5,31 @@ The show clock is the ring itself: show frame = ring position - origin. The fram
 written now is `write_frame`; a cue starting at show time t must be placed in the mixer
 before the writer reaches it, i.e. by wall time now + (t - write_s): its deadline.
 Seek, loop and skip move `origin`; pause stops the callback consuming, so the clock stops.
+
+Director commands (see DESIGN.md, "Live-show semantics"): Stop returns to the top with every
+cue pending; in cue-stack mode every cue waits for GO and the clock holds while it waits;
+ad-libs are items of their own, heard once unless kept; at the end the clock stops.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from engine.audio_io.ring import MixRing
 from engine.cast import Cast
-from engine.core.types import SAMPLE_RATE_HZ, Cue, Script, Voice
+from engine.core.clock import Clock, monotonic
+from engine.core.errors import TroupeError
+from engine.core.types import Script, Voice
 from engine.mixer import Clip, MixControls, Mixer, Pacing
 from engine.scheduler import Request, RequestClass, Scheduler, State
-from engine.scheduler.request import Clock, monotonic
+from engine.show_adlibs import Adlibs
+from engine.show_tracks import HEARD, SR, CueState, CueTrack, ShowStats, plan
 from engine.synthesis.text import split_chunks
 
 BLOCK_FRAMES = 1024
-SR = SAMPLE_RATE_HZ
-
-
-class CueState(enum.Enum):
-    PENDING = "pending"
-    QUEUED = "queued"
-    SYNTHESIZING = "synthesizing"
-    READY = "ready"
-    PLAYING = "playing"
-    PLAYED = "played"
-    FAILED = "failed"
-    FALLBACK = "fallback"
-
-
-@dataclass
-class CueTrack:
-    """Everything the show knows about one cue."""
-
-    cue: Cue
-    chunks: list[str]
-    audio: list[np.ndarray | None] = field(default_factory=list)
-    requests: list[Request] = field(default_factory=list)
-    start_s: float | None = None
-    """Fixed once the first chunk is placed."""
-    placed_chunks: int = 0
-    next_chunk_frame: int = 0
-    state: CueState = CueState.PENDING
-    fallback: bool = False
-    error: str = ""
-    late_ms: float = 0.0
-    generation: int = 0
-    """Bumped on every re-take, so results of an older take are ignored."""
-    skipped: bool = False
-    """Jumped over by a seek before it was voiced."""
-
-    @property
-    def est_duration_s(self) -> float:
-        if self.audio and all(a is not None for a in self.audio):
-            return sum(len(a) for a in self.audio if a is not None) / SR
-        words = max(1, len(self.cue.text.split()))
-        return words * 60.0 / 175 + 0.2
-
-    @property
-    def known(self) -> bool:
-        return bool(self.audio) and all(a is not None for a in self.audio)
-
-
-@dataclass
-class ShowStats:
-    placed: int = 0
-    late: int = 0
-    """Lines placed after their planned start (a deadline miss at the show level)."""
-    failed: dict[int, str] = field(default_factory=dict)
-    late_ms: list[float] = field(default_factory=list)
-    adlibs: list[Request] = field(default_factory=list)
+__all__ = ["BLOCK_FRAMES", "CueState", "CueTrack", "Show", "ShowStats"]
 
 
 class Show:
@@ -95,6 +46,7 @@ class Show:
         lookahead_s: float = 30.0,
         prefetch_s: float = 10.0,
         clock: Clock = monotonic,
+        splice_margin_ms: float = 15.0,
     ) -> None:
         self.script, self.cast, self.scheduler, self.ring = script, cast, scheduler, ring
         self.pacing = pacing
@@ -103,13 +55,22 @@ class Show:
         self.target_fill = min(ring.capacity, round(self.render_ahead_s * SR))
         self.lookahead_s, self.prefetch_s = lookahead_s, prefetch_s
         self.mixer = Mixer(self._controls())
-        self.tracks = [CueTrack(c, split_chunks(c.text) or [c.text]) for c in script.cues]
+        self.tracks = [CueTrack(c, split_chunks(c.text) or [c.text], cast[c.role].rate_wpm)
+                       for c in script.cues]  # fmt: skip
         self.stats = ShowStats()
+        self.adlibs = Adlibs(self, round(splice_margin_ms / 1000 * SR))
         self.origin = ring.write_pos
         self.loop: tuple[float, float] | None = None
         self.cue_stack = False
-        """Theatre mode: each cue waits for GO; the timeline stretches to when GO came."""
+        """Theatre mode: each cue waits for GO; the clock holds while one waits."""
         self.go_index = -1
+        self.stopped = True
+        """At the top, not started (or sent back there by Stop)."""
+        self.ended = False
+        self.holding = False
+        """Cue-stack mode: the clock is held until GO."""
+        self.running = False
+        """What the director asked for: playing (True) or paused."""
         self.on_cue_changed: Callable[[CueTrack], None] | None = None
         self.on_request_done: Callable[[Request], None] | None = None
         """Observer of every finished request (metrics), called on the engine thread."""
@@ -118,9 +79,9 @@ class Show:
         self._block = np.zeros((BLOCK_FRAMES, ring.channels), np.float32)
         self._last_tick = -1e9
         for role in script.roles:
-            self.scheduler.weights.setdefault(role, cast[role].weight)
-        self.scheduler.policy.reweight(self.scheduler.weights)
+            self.scheduler.set_weight(role, self.scheduler.weights.get(role, cast[role].weight))
         self._replan()
+        self._apply_transport()
 
     # --- clock ---------------------------------------------------------------------
     @property
@@ -133,19 +94,37 @@ class Show:
 
     @property
     def playhead_s(self) -> float:
-        return max(0, self.ring.read_pos - self.origin) / SR
+        head = max(0, self.ring.read_pos - self.origin) / SR
+        return min(head, self.end_s) if self.ended else head
+
+    @property
+    def timeline(self) -> list[CueTrack]:
+        """The cues on the show's timeline: the script's, then ad-libs kept in the show."""
+        return self.tracks + [t for t in self.adlibs.tracks if t.scripted]
 
     @property
     def end_s(self) -> float:
-        if not self.tracks:
+        """Where the show ends: exact once every line is voiced, estimated until then."""
+        if not self._planned:
             return 0.0
-        return max(self._planned[t.cue.index] + t.est_duration_s for t in self.tracks)
+        return max(self._planned[t.cue.index] + t.est_duration_s for t in self.timeline)
 
     @property
     def finished(self) -> bool:
         done = all(t.placed_chunks >= len(t.chunks) or t.skipped or t.state is CueState.FAILED
                    for t in self.tracks)  # fmt: skip
         return self._next_place >= len(self.tracks) and done and self.write_frame >= self.mixer.end_frame
+
+    @property
+    def status(self) -> str:
+        """'ended', 'stopped', 'waiting for GO', 'playing' or 'paused'."""
+        if self.ended:
+            return "ended"
+        if self.stopped:
+            return "stopped"
+        if self.holding:
+            return "waiting for GO"
+        return "playing" if self.running else "paused"
 
     def deadline(self, show_s: float) -> float:
         """Wall-clock time by which audio for show time `show_s` must be in the mixer."""
@@ -155,27 +134,13 @@ class Show:
     # --- planning ------------------------------------------------------------------
     def _replan(self) -> None:
         """Planned start of every cue from fixed starts, real durations and estimates."""
-        cursor = self.pacing.lead_in_s
-        prev: CueTrack | None = None
-        for t in self.tracks:
-            cue = t.cue
-            if t.start_s is not None:
-                start = t.start_s
-            elif cue.start_s is not None:
-                start = cue.start_s
-            elif cue.overlaps_previous and prev is not None:
-                start = self._planned[prev.cue.index]
-            elif prev is None:
-                start = cursor
-            else:
-                gap = self.pacing.scene_gap_s if cue.scene != prev.cue.scene else self.pacing.gap_s
-                start = cursor + gap
-            self._planned[cue.index] = start
-            cursor = max(cursor, start + t.est_duration_s)
-            prev = t
+        self._planned = plan(self.timeline, self.pacing)
 
     def planned_start_s(self, cue_index: int) -> float:
-        return self._planned[cue_index]
+        if cue_index in self._planned:
+            return self._planned[cue_index]
+        t = self.adlibs.get(cue_index)
+        return t.start_s if t.start_s is not None else self.write_s
 
     def _chunk_deadlines(self, t: CueTrack) -> list[float]:
         start = self._planned[t.cue.index]
@@ -189,13 +154,17 @@ class Show:
     def _submit_window(self) -> None:
         horizon = self.write_s + self.lookahead_s
         for t in self.tracks:
-            if t.state is not CueState.PENDING:
+            if t.state is not CueState.PENDING or t.in_flight:
                 continue
             start = self._planned[t.cue.index]
             if start > horizon:
                 break
-            if start + t.est_duration_s < self.write_s:
+            if start + t.est_duration_s < self.write_s and t.start_s is None:
                 continue  # already behind the playhead (after a seek)
+            if t.known:  # voiced before a Stop: ready again once playing, without a new take
+                if not self.stopped:
+                    self._set_state(t, CueState.READY)
+                continue
             klass = RequestClass.SCRIPTED if start - self.write_s < self.prefetch_s else RequestClass.PREFETCH
             self._submit(t, klass)
 
@@ -248,10 +217,13 @@ class Show:
             if t.start_s is not None or t.cue.start_s is not None:
                 self._place_track(t)
 
+    def _waits_for_go(self, t: CueTrack) -> bool:
+        return self.cue_stack and t.start_s is None and t.cue.index > self.go_index
+
     def _place_track(self, t: CueTrack) -> bool:
         """Place what is ready of `t`; True when the cue's start is fixed."""
         if t.start_s is None:
-            if self.cue_stack and t.cue.index > self.go_index:
+            if self._waits_for_go(t):
                 return False
             if not t.audio or t.audio[0] is None:
                 return t.state is CueState.FAILED or self._behind(t)
@@ -264,7 +236,7 @@ class Show:
             planned = self._planned[t.cue.index]
             start = max(planned, self.write_s)
             if self.cue_stack:
-                planned = start  # waiting for GO is not lateness
+                start = planned = self.write_s  # GO starts it at once; waiting is not lateness
             if start > planned + 1e-3:
                 t.late_ms = (start - planned) * 1000
                 self.stats.late += 1
@@ -272,6 +244,10 @@ class Show:
             t.start_s = start
             t.next_chunk_frame = round(start * SR)
             self.stats.placed += 1
+        self._place_chunks(t)
+        return True
+
+    def _place_chunks(self, t: CueTrack) -> None:
         while t.placed_chunks < len(t.audio):
             audio = t.audio[t.placed_chunks]
             if audio is None:
@@ -281,7 +257,6 @@ class Show:
                 self.mixer.add(Clip(frame, t.cue.role, audio, t.cue.index))
             t.next_chunk_frame = frame + len(audio)
             t.placed_chunks += 1
-        return True
 
     def _behind(self, t: CueTrack) -> bool:
         """A cue that a seek jumped over is skipped, not waited for."""
@@ -292,14 +267,20 @@ class Show:
 
     def _update_play_states(self) -> None:
         head = self.playhead_s
-        for t in self.tracks:
-            if t.start_s is None or t.state in (CueState.PLAYED, CueState.FAILED):
+        for t in self.timeline:
+            if t.state is CueState.FAILED:
+                continue
+            if t.start_s is None:
+                standby = self.cue_stack and t.known and self._next_place == t.cue.index
+                if standby or t.state is CueState.STANDBY:
+                    self._set_state(t, CueState.STANDBY if standby else CueState.READY)
                 continue
             end = t.start_s + t.est_duration_s
             if head >= end and t.placed_chunks >= len(t.chunks):
                 self._set_state(t, CueState.PLAYED)
-            elif head >= t.start_s and t.state is not CueState.PLAYING:
+            elif t.start_s <= head < end and t.state not in (CueState.PLAYING, CueState.FALLBACK):
                 self._set_state(t, CueState.FALLBACK if t.fallback else CueState.PLAYING)
+        self.adlibs.update_states(head)
 
     # --- rendering -----------------------------------------------------------------
     def _render_ahead(self) -> None:
@@ -327,25 +308,66 @@ class Show:
             self.scheduler.tick()
         self._place()
         self._update_play_states()
+        self._hold_for_go()
+        self._check_end()
         self._render_ahead()
+
+    # --- transport -------------------------------------------------------------------
+    def _apply_transport(self) -> None:
+        playing = self.running and not self.holding and not self.ended
+        if playing != self.ring.playing:
+            self.ring.set_controls(playing=playing, gain=self.ring.gain)
+
+    def pause(self, paused: bool = True) -> None:
+        """Pause or play from where the clock is (Play after the end starts at the top)."""
+        if not paused and self.ended:
+            self.stop()
+        self.running = not paused
+        if not paused:
+            self.stopped = False
+            self._refresh_deadlines()
+        self._apply_transport()
+
+    def stop(self) -> None:
+        """Back to the top: clock 0, every cue pending, ad-libs not kept are gone from the mix."""
+        self.running = False
+        self.ended = self.holding = False
+        self.go_index = -1
+        self._apply_transport()
+        self.seek(0.0)
+        for t in self.timeline:
+            if t.state is not CueState.FAILED:
+                self._set_state(t, CueState.PENDING)
+        self.stopped = True
+
+    def _check_end(self) -> None:
+        """The end: every line voiced and placed, and the playhead past the last sample."""
+        if self.ended or self.stopped or not self.finished or self.loop is not None:
+            return
+        if (self.ring.read_pos - self.origin) / SR >= self.end_s:
+            self.ended = True
+            self._apply_transport()
+
+    def _hold_for_go(self) -> None:
+        """Cue-stack mode: hold the clock once everything placed has been heard and the next
+        cue waits for GO."""
+        waiting = (self.cue_stack and not self.stopped and self._next_place < len(self.tracks)
+                   and self._waits_for_go(self.tracks[self._next_place])
+                   and self.ring.read_pos - self.origin >= self.mixer.end_frame)  # fmt: skip
+        if waiting != self.holding:
+            self.holding = waiting
+            self._apply_transport()
 
     # --- director commands (engine thread) -------------------------------------------
     def adlib(self, role: str, text: str, voice: Voice | None = None) -> Request:
         """Speak `text` as `role` as soon as possible, over whatever is playing."""
-        r = Request(role, text, voice or self.cast[role], self.deadline(self.write_s), RequestClass.ADLIB)
-        r.on_done = self._place_adlib
-        self.stats.adlibs.append(r)
-        return self.scheduler.submit(r, timeout_s=0.5)
-
-    def _place_adlib(self, r: Request) -> None:
-        if r.state is State.DONE and r.audio is not None and r.audio.size:
-            self.mixer.add(Clip(self.write_frame, r.role, r.audio, -1))
-            r.t_placed = self.clock()
-            # heard once the callback has read what was ahead of it, plus the device latency
-            r.t_played = r.t_placed + self.ring.fill_frames / SR + self.ring.output_latency_s()
+        return self.adlibs.speak(role, text, voice)
 
     def retake(self, cue_index: int, text: str | None = None) -> None:
         """Re-voice one cue (edited text or a new voice); nothing else is re-rendered."""
+        if not 0 <= cue_index < len(self.tracks):
+            raise TroupeError(f"cue {cue_index + 1} is not a line of the script (an ad-lib is spoken "
+                              "again rather than re-taken)")  # fmt: skip
         t = self.tracks[cue_index]
         if t.start_s is not None and t.start_s < self.write_s:
             return  # already (partly) in the ring: too late to replace this take
@@ -372,6 +394,9 @@ class Show:
         self.mixer.controls = self._controls()
         if "weight" in changes:
             self.scheduler.set_weight(role, voice.weight)
+        for t in self.tracks:
+            if t.cue.role == role:
+                t.rate_wpm = voice.rate_wpm
         sound = ("backend", "voice_id", "rate_wpm", "pitch", "pitch_range")
         if any(getattr(old, k) != getattr(voice, k) for k in sound):
             for t in self.tracks:
@@ -383,14 +408,21 @@ class Show:
         return MixControls.from_voices({r: self.cast[r] for r in self.script.roles})
 
     def seek(self, show_s: float) -> None:
-        """Jump to `show_s`: queued audio is dropped, deadlines are recomputed."""
+        """Jump to `show_s`: queued audio is dropped, deadlines are recomputed; cues from
+        there on will play again, and ad-libs not kept are not heard again."""
+        show_s = max(0.0, show_s)
         self.ring.reset()
-        self.origin = self.ring.write_pos - round(max(0.0, show_s) * SR)
-        for t in self.tracks:
+        self.origin = self.ring.write_pos - round(show_s * SR)
+        self.ended = False
+        self.adlibs.drop_from_mix()
+        for t in self.timeline:
             if t.skipped and self._planned[t.cue.index] + t.est_duration_s >= show_s:
                 t.skipped = False  # seeking back: voice what was jumped over
+            if t.state in HEARD and t.start_s is not None and show_s < t.start_s + t.est_duration_s:
+                self._set_state(t, CueState.READY)  # to be heard again
         self._next_place = next((k for k, t in enumerate(self.tracks) if t.start_s is None), len(self.tracks))
         self._refresh_deadlines()
+        self._apply_transport()  # a jump after the end plays on
 
     def _refresh_deadlines(self) -> None:
         for t in self.tracks:
@@ -399,9 +431,34 @@ class Show:
                     r.deadline_s = d
         self.scheduler.reindex()
 
+    def set_cue_stack(self, on: bool) -> None:
+        """Cue-stack mode on: every cue not yet started waits for GO (lines already voiced
+        and placed ahead of the playhead are taken back off the timeline)."""
+        self.cue_stack = on
+        if not on:
+            self._hold_for_go()
+            return
+        head = self.playhead_s
+        for t in self.tracks:
+            if t.start_s is not None and t.start_s > head:
+                self.mixer.remove_cue(t.cue.index)
+                t.unplace()
+                if t.state is not CueState.FAILED:
+                    self._set_state(t, CueState.READY if t.known else t.state)
+        started = [t.cue.index for t in self.tracks if t.start_s is not None]
+        self.go_index = max(started, default=-1)
+        self.seek(head)  # what was rendered ahead of those cues is dropped
+        self._replan()
+
     def go(self, cue_index: int | None = None) -> int:
-        """Theatre GO: release the next cue (or `cue_index`) in cue-stack mode; returns it."""
+        """Theatre GO: release the next cue (or `cue_index`) at once; returns it."""
+        if self.stopped or self.ended:
+            self.stop()
         self.go_index = self._next_place if cue_index is None else cue_index
+        if self.holding or self.ring.fill_frames:
+            self.seek(self.playhead_s)  # start now, not after the silence rendered ahead
+        self.holding = False
+        self.pause(False)
         return self.go_index
 
     def skip(self) -> None:
@@ -421,12 +478,8 @@ class Show:
         if starts:
             self.loop = (min(starts), max(ends) + self.pacing.gap_s)
 
-    def pause(self, paused: bool = True) -> None:
-        self.ring.set_controls(playing=not paused, gain=self.ring.gain)
-        if not paused:
-            self._refresh_deadlines()
-
     def close(self) -> None:
         for t in self.tracks:
             t.generation += 1
+        self.adlibs.close()
         self.scheduler.cancel(lambda r: True)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.audio_io.ring import _CALLBACKS, _READ, _UNDERRUN_FRAMES, _UNDERRUNS, _WRITE, MixRing
+from engine.audio_io.ring import _CALLBACKS, _PLAYING, _READ, _UNDERRUN_FRAMES, _UNDERRUNS, MixRing
 
 
 @dataclass(frozen=True)
@@ -23,17 +23,21 @@ def render(outdata: NDArray[np.float32], ring: MixRing, state: RenderState) -> N
     ring into `outdata`, advance the read counter, and count an underrun (filling silence)
     when the ring holds fewer frames than asked.
 
-    While paused (`state.playing` false) it plays silence and consumes nothing, and that is
-    not an underrun. Only slicing is used: fancy indexing would allocate.
+    While paused (`state.playing` false, or the ring header's play flag down: read directly,
+    so a Stop's pause and rewind arrive together) it plays silence and consumes nothing, and
+    that is not an underrun. A reset or hold the producer asked for is served first, paused
+    or not.
+    Only slicing is used: fancy indexing would allocate.
     """
     slots = ring._slots
     slots[_CALLBACKS] += 1
-    if not state.playing:
+    limit = ring.serve_requests()
+    if not state.playing or not slots[_PLAYING]:
         outdata.fill(0.0)
         return
     frames = outdata.shape[0]
     r = int(slots[_READ])
-    n = min(frames, int(slots[_WRITE]) - r)
+    n = min(frames, limit - r)
     if n > 0:
         p = r & ring.mask
         np.copyto(outdata[:n], ring.data[p : p + n])

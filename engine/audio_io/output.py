@@ -90,11 +90,16 @@ class AudioOutput:
 
     def _callback(self, outdata: NDArray[np.float32], frames: int, t: Any, status: Any) -> None:
         t0 = time.perf_counter_ns()
-        if status.output_underflow:
-            self.ring.count_xrun()
-        render(outdata, self.ring, self.state)
-        self.ring.stamp(t.outputBufferDacTime, t.currentTime, self.ring.read_pos)
-        self.ring.block_times_ns[self.ring.callbacks & (TIMING_SLOTS - 1)] = time.perf_counter_ns() - t0
+        ring = self.ring
+        try:
+            if status.output_underflow:
+                ring.count_xrun()  # PortAudio says the device ran dry: an audible glitch
+            render(outdata, ring, self.state)
+            ring.stamp(t.outputBufferDacTime, t.currentTime, ring.read_pos)
+            ring.block_times_ns[ring.callbacks & (TIMING_SLOTS - 1)] = time.perf_counter_ns() - t0
+        except Exception:  # an exception would stop the stream: play silence and count it
+            outdata.fill(0.0)
+            ring.count_callback_error()
 
     def sync_controls(self) -> None:
         """Pick up pause/gain changes from the ring header (swap the snapshot if changed)."""
@@ -107,6 +112,7 @@ class AudioOutput:
         s = self.settings
         try:
             device = resolve_device(s.device)
+            self.ring.set_consumer_attached(True)
             self._stream = sd.OutputStream(
                 samplerate=s.sample_rate_hz,
                 blocksize=s.block_frames,
@@ -118,6 +124,7 @@ class AudioOutput:
             )
             self._stream.start()
         except sd.PortAudioError as exc:
+            self.ring.set_consumer_attached(False)
             raise AudioDeviceError(f"cannot open the audio output ({exc})") from exc
 
     @property
@@ -129,6 +136,7 @@ class AudioOutput:
             self._stream.stop()
             self._stream.close()
             self._stream = None
+            self.ring.set_consumer_attached(False)
 
 
 def _audio_main(ring_name: str, settings: OutputSettings, status: Any, stop: Any) -> None:
@@ -184,6 +192,8 @@ class AudioProcess:
         if self._proc.is_alive():
             self._proc.terminate()
             self._proc.join(2)
+        if not self._proc.is_alive():
+            self.ring.set_consumer_attached(False)  # a killed child could not say so itself
 
 
 def make_output(ring: MixRing, settings: OutputSettings, audio_process: bool) -> AudioOutput | AudioProcess:

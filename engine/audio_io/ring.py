@@ -17,6 +17,12 @@ TIMING_SLOTS = 1 << 16
 """Callback durations kept (a ring of the latest 65,536 callbacks, ~5.8 min at 256 frames)."""
 # int64 slots. The producer's and consumer's counters sit on separate 64-byte cache lines.
 _WRITE = 0
+_DROP_TO = 1
+"""Producer: the consumer skips ahead to this frame (a reset), once it sees `_DROP_SEQ` move."""
+_DROP_SEQ = 2
+_HOLD = 3
+"""Producer: the consumer reads no frame at or past this one (while a splice rewrites them)."""
+_HOLD_SEQ = 4
 _READ = 8
 _UNDERRUNS = 9
 _CALLBACKS = 10
@@ -33,13 +39,23 @@ _CONTROL_SEQ = 21
 _STAMP_DAC = 14
 _STAMP_NOW = 15
 _GAIN = 22
+# consumer-owned int64 slots (beside the other consumer statistics)
+_CALLBACK_ERRORS = 23
+_DROP_ACK = 24
+_HOLD_ACK = 25
+_CONSUMER = 26
+"""1 while a consumer (a running stream) is attached to the ring."""
+NO_HOLD = 1 << 62
 
 
 class MixRing:
     """Shared-memory SPSC ring of interleaved float32 frames.
 
     The mixer is the only writer of the write counter and the frames; the audio callback
-    is the only writer of the read counter and of the callback statistics.
+    is the only writer of the read counter and of the callback statistics. The producer asks
+    the consumer for the two things that touch the read side through request/acknowledge
+    pairs of counters: a reset (skip to a frame) and a hold (read nothing past a frame while
+    the producer rewrites frames already in the ring; see `hold`).
     """
 
     def __init__(
@@ -68,6 +84,7 @@ class MixRing:
             self._slots[_CHANNELS] = channels
             self._slots[_RATE] = sample_rate_hz
             self._slots[_PLAYING] = 1
+            self._slots[_HOLD] = NO_HOLD
             self._floats[_GAIN] = 1.0
         self.capacity = int(self._slots[_CAPACITY])
         self.channels = int(self._slots[_CHANNELS])
@@ -101,10 +118,19 @@ class MixRing:
 
     @property
     def read_pos(self) -> int:
-        return int(self._slots[_READ])
+        """The next frame the listener hears: the consumer's counter, or the frame a reset
+        skips to while the consumer has not yet acknowledged it."""
+        return max(int(self._slots[_READ]), int(self._slots[_DROP_TO]))
 
-    def set_read_pos(self, frame: int) -> None:
-        self._slots[_READ] = frame
+    @property
+    def consumer_attached(self) -> bool:
+        return bool(self._slots[_CONSUMER])
+
+    def set_consumer_attached(self, attached: bool) -> None:
+        """Called by the consumer side around a stream's life (start, stop)."""
+        if not attached:
+            self.serve_requests()  # the last act of a consumer: nothing stays pending
+        self._slots[_CONSUMER] = int(attached)
 
     @property
     def fill_frames(self) -> int:
@@ -114,27 +140,86 @@ class MixRing:
     def free_frames(self) -> int:
         return self.capacity - self.fill_frames
 
+    def _physical_free(self) -> int:
+        # While a consumer runs, frames a reset skips may still be in a callback's hands:
+        # only what the consumer's own counter has passed may be overwritten.
+        read = int(self._slots[_READ]) if self.consumer_attached else self.read_pos
+        return self.capacity - (self.write_pos - read)
+
     def write(self, frames: NDArray[np.float32]) -> int:
         """Append up to `free_frames` frames (shape (n, channels)); return how many were taken."""
         w = self.write_pos
-        n = min(len(frames), self.capacity - (w - self.read_pos))
+        n = min(len(frames), self._physical_free())
         if n <= 0:
             return 0
-        p = w & self.mask
-        first = min(n, self.capacity - p)
-        cap = self.capacity
+        self._store(w, frames[:n])
+        self._slots[_WRITE] = w + n
+        return n
+
+    def _store(self, frame: int, frames: NDArray[np.float32]) -> None:
+        """Copy `frames` into both halves from ring position `frame` (wrapping)."""
+        n, cap = len(frames), self.capacity
+        p = frame & self.mask
+        first = min(n, cap - p)
         self.data[p : p + first] = frames[:first]
         self.data[p + cap : p + cap + first] = frames[:first]
         if n > first:
             rest = n - first
             self.data[:rest] = frames[first:n]
             self.data[cap : cap + rest] = frames[first:n]
-        self._slots[_WRITE] = w + n
-        return n
+
+    def frames_at(self, frame: int, n: int) -> NDArray[np.float32]:
+        """A copy of `n` written frames from ring position `frame` (producer side)."""
+        p = frame & self.mask
+        return np.array(self.data[p : p + n])
 
     def reset(self) -> None:
-        """Drop everything queued (panic / seek): the consumer's next read sees an empty ring."""
-        self._slots[_WRITE] = self.read_pos
+        """Drop everything queued (panic / seek): the listener's next frame is the next one
+        written. A request to the consumer, which owns the read counter: it skips ahead at
+        its next callback; until then `read_pos` already reports the skip."""
+        self._slots[_DROP_TO] = self.write_pos
+        self._slots[_DROP_SEQ] += 1  # NB: after _DROP_TO; the consumer loads them in reverse
+
+    # --- splicing into written frames (producer side) --------------------------------
+    def hold(self, frame: int) -> int:
+        """Ask the consumer to read nothing at or past `frame`; returns the request number
+        that `held` waits for. The producer may rewrite frames >= `frame` once it is held."""
+        self._slots[_HOLD] = frame
+        seq = int(self._slots[_HOLD_SEQ]) + 1
+        self._slots[_HOLD_SEQ] = seq  # NB: after _HOLD, as for a reset
+        return seq
+
+    def held(self, seq: int) -> bool:
+        """True once the consumer has seen hold request `seq` (or no consumer is running)."""
+        return not self.consumer_attached or int(self._slots[_HOLD_ACK]) >= seq
+
+    def release(self) -> None:
+        """End a hold: the rewritten frames are visible before the consumer may read them
+        (the frames are stored before this store; x86-64 keeps stores in order)."""
+        self._slots[_HOLD] = NO_HOLD
+
+    def overwrite(self, frame: int, frames: NDArray[np.float32]) -> None:
+        """Replace written frames from `frame` on (only while they are held, below the
+        write counter and at or past the read position)."""
+        if frame < self.read_pos or frame + len(frames) > self.write_pos:
+            raise ValueError(f"frames {frame}..{frame + len(frames)} are not all queued and unread")
+        self._store(frame, frames)
+
+    # --- consumer side ----------------------------------------------------------------
+    def serve_requests(self) -> int:
+        """Consumer: honour a pending reset, acknowledge holds; return the frame limit of
+        this read (the write counter, or a held frame). Real-time: no allocation."""
+        slots = self._slots
+        seq = slots[_DROP_SEQ]
+        if seq != slots[_DROP_ACK]:
+            to = slots[_DROP_TO]
+            if to > slots[_READ]:
+                slots[_READ] = to
+            slots[_DROP_ACK] = seq
+        hold_seq = slots[_HOLD_SEQ]
+        limit = min(int(slots[_WRITE]), int(slots[_HOLD]))
+        slots[_HOLD_ACK] = hold_seq
+        return limit
 
     # --- callback statistics (written by the consumer) -------------------------------
     @property
@@ -164,6 +249,14 @@ class MixRing:
 
     def count_xrun(self) -> None:
         self._slots[_XRUNS] += 1
+
+    @property
+    def callback_errors(self) -> int:
+        """Callbacks that raised (they played silence instead)."""
+        return int(self._slots[_CALLBACK_ERRORS])
+
+    def count_callback_error(self) -> None:
+        self._slots[_CALLBACK_ERRORS] += 1
 
     def stamp(self, dac_time_s: float, now_s: float, frame: int) -> None:
         """Record that `frame` is heard at `dac_time_s` (stream clock); seqlock-protected."""

@@ -45,3 +45,7 @@ class Overloaded(QueueFull):
 
 class AudioDeviceError(TroupeError):
     """No usable audio output device, or the device refused the stream settings."""
+
+
+class EngineBusy(TroupeError):
+    """The engine thread did not answer a command in time."""

@@ -131,10 +131,11 @@ class Backend:
             self._executor.shutdown(wait=False, cancel_futures=True)
 
 
-def standard_backends(processes: int = 1, neural: bool = True) -> dict[str, Backend]:
+def standard_backends(processes: int = 1, neural: bool = True, warm_up: bool = True) -> dict[str, Backend]:
     """The embedded espeak-ng voice (in this process, or a pool of `processes`), and Kokoro
     when `neural` and its extra is installed: batched by length bucket, its model loading in
-    the background, its failed lines falling back to espeak-ng."""
+    the background (unless `warm_up` is false: then it loads when first used, or when the
+    owner warms it up), its failed lines falling back to espeak-ng."""
     from engine.synthesis.espeak import EspeakSynthesizer
     from engine.synthesis.kokoro import make_kokoro, warm_up_in_background
     from engine.synthesis.pool import EspeakPool
@@ -144,7 +145,8 @@ def standard_backends(processes: int = 1, neural: bool = True) -> dict[str, Back
     kokoro = make_kokoro() if neural else None
     if kokoro is not None:
         backends["kokoro"] = Backend(kokoro, length_buckets=True)
-        warm_up_in_background(kokoro)
+        if warm_up:
+            warm_up_in_background(kokoro)
     return backends
 
 

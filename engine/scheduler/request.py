@@ -5,17 +5,15 @@ from __future__ import annotations
 import enum
 import itertools
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from engine.core.clock import Clock, monotonic
+from engine.core.timing import spoken_length_s
 from engine.core.types import Voice
 from engine.synthesis.base import Mono
 
-Clock = Callable[[], float]
-"""Seconds on a monotonic clock; injected so tests and benchmarks control time."""
-
-monotonic: Clock = time.monotonic
+__all__ = ["CLASS_FACTOR", "Clock", "Request", "RequestClass", "State", "monotonic"]
 
 
 class RequestClass(enum.IntEnum):
@@ -101,8 +99,7 @@ class Request:
     @property
     def est_audio_s(self) -> float:
         """Spoken length estimated from the words and the voice's rate."""
-        words = max(1, len(self.text.split()))
-        return words * 60.0 / max(60, self.voice.rate_wpm) + 0.2
+        return spoken_length_s(self.text, self.voice.rate_wpm)
 
     @property
     def give_up_at_s(self) -> float:

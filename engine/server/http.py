@@ -21,9 +21,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from engine.core.errors import CastError, QueueFull, ScriptError, TroupeError
+from engine.core.limits import limit
 from engine.core.types import SAMPLE_RATE_HZ
 from engine.scheduler import RequestClass
-from engine.server.speech import MAX_TEXT_CHARS, SpeechService, cancel
+from engine.server.speech import MAX_TEXT_CHARS, SpeechService, cancel, role_key
 from engine.synthesis.base import Mono
 
 Format = Literal["wav", "flac", "pcm"]
@@ -48,11 +49,11 @@ class SpeechBody(BaseModel):
 class RolePatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
     voice_id: str | None = Field(None, max_length=64)
-    weight: float | None = Field(None, ge=0, le=100)
-    rate_wpm: int | None = Field(None, ge=80, le=450)
-    pitch: int | None = Field(None, ge=0, le=100)
-    gain_db: float | None = Field(None, ge=-60, le=12)
-    pan: float | None = Field(None, ge=-1, le=1)
+    weight: float | None = Field(None, ge=limit("weight")[0], le=limit("weight")[1])
+    rate_wpm: int | None = Field(None, ge=limit("rate_wpm")[0], le=limit("rate_wpm")[1])
+    pitch: int | None = Field(None, ge=limit("pitch")[0], le=limit("pitch")[1])
+    gain_db: float | None = Field(None, ge=limit("gain_db")[0], le=limit("gain_db")[1])
+    pan: float | None = Field(None, ge=limit("pan")[0], le=limit("pan")[1])
 
 
 class ScriptBody(BaseModel):
@@ -175,7 +176,7 @@ def create_app(service: SpeechService, token: str | None = None) -> FastAPI:
     @app.post("/v1/audio/speech", responses={200: {"content": {"audio/wav": {}}}})
     async def openai_speech(request: Request, body: SpeechBody) -> Response:
         role = body.voice
-        if role.upper() not in service.roles():
+        if role_key(role) not in service.roles():
             service.add_role(role, **({"voice_id": role} if _is_voice(service, role) else {}))
         audio = await speak(request, role, body.input, body.speed)
         return Response(encode(audio, body.response_format), media_type=MEDIA[body.response_format])
@@ -192,12 +193,12 @@ def create_app(service: SpeechService, token: str | None = None) -> FastAPI:
     @app.patch("/v1/roles/{role}")
     async def patch_role(role: str, body: RolePatch) -> dict[str, Any]:
         changes = body.model_dump(exclude_none=True)
-        return {"role": role.upper(), "voice": service.update_role(role, **changes).to_dict()}
+        return {"role": role_key(role), "voice": service.update_role(role, **changes).to_dict()}
 
     @app.put("/v1/roles/{role}")
     async def put_role(role: str, body: RolePatch) -> dict[str, Any]:
         changes = body.model_dump(exclude_none=True)
-        return {"role": role.upper(), "voice": service.add_role(role, **changes).to_dict()}
+        return {"role": role_key(role), "voice": service.add_role(role, **changes).to_dict()}
 
     @app.post("/v1/script")
     async def load(body: ScriptBody) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from engine.scheduler import Request, RequestClass, Scheduler, SchedulerConfig, 
 from engine.scheduler.backend import neural_voice_ids, standard_backends
 from engine.scheduler.request import Clock, monotonic
 from engine.script import load_script
+from engine.script.common import normalise_role
 from engine.server.telemetry import Telemetry
 from engine.synthesis.base import Mono
 from engine.synthesis.espeak import espeak_variants, espeak_voices
@@ -254,5 +255,5 @@ def cancel(futures: Iterable[Future[Mono]]) -> None:
 
 
 def role_key(role: str) -> str:
-    """The cast's key for a role name as a client spells it."""
-    return role.strip().upper()
+    """The cast's key for a role name as a client spells it (as the importers key it)."""
+    return normalise_role(role)

@@ -21,7 +21,7 @@ def _snapshot(version: int, states: list[str], priorities: np.ndarray, playhead_
     return EngineSnapshot(
         version=version, title="Fake", playing=True, playhead_s=playhead_s, end_s=20.0,
         cues=_cues(states), roles=("HERO", "FOIL", "NARRATOR"), scenes=("INT. STUDIO",),
-        priorities=priorities, figures=Figures(queue_depth=7, underruns=2, ring_fill_ms=180.0),
+        priorities=priorities, figures=Figures(queue_depth=7, underruns=2, xruns=3, ring_fill_ms=180.0),
         latency_points=((0.0, 0.0, False), (1.5, 40.0, True)),
     )  # fmt: skip
 
@@ -50,6 +50,8 @@ def test_timeline_and_heatmap_follow_the_snapshots(qtbot, engine, make_window, f
     assert w.timeline.playhead.value() == 0.5
     assert w.cue_model.rowCount() == 4 and w.monitor.values["queue_depth"].text() == "7"
     assert "#ef4444" in w.monitor.values["underruns"].styleSheet()  # underruns are an alarm
+    xruns = w.monitor.values["xruns"]  # the device's own underflows: an alarm too
+    assert xruns.text() == "3" and "#ef4444" in xruns.styleSheet()
     brushes = w.monitor.late_points.data["brush"]
     assert brushes[1].color().name() == "#ef4444" and brushes[0].color().name() != "#ef4444"
 

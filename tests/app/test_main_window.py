@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
+import pytest
 from PySide6.QtCore import QMimeData, QObject, QPoint, QPointF, Qt, QUrl, Signal
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 
 from app.main_window import DEMO, MainWindow
 from engine.audio_io.callback import RenderState, render
+from engine.core.errors import EngineBusy
+from engine.core.limits import VOICE_LIMITS
 from engine.service import Engine, EngineSettings
 
 
@@ -30,6 +34,7 @@ def _drop(window: MainWindow, *paths: Path) -> None:
 def test_dropped_script_shows_its_cues_and_roles(qtbot, engine: Engine, make_window, testdata: Path) -> None:
     w = make_window(engine)
     _drop(w, testdata / "brick_and_steel.fountain")
+    qtbot.waitUntil(lambda: w.pending.idle)
     script = engine.script
     assert script is not None and Path(script.path).name == "brick_and_steel.fountain"
     qtbot.waitUntil(lambda: w.cue_model.rowCount() == len(script.cues))
@@ -42,6 +47,7 @@ def test_dropped_script_shows_its_cues_and_roles(qtbot, engine: Engine, make_win
 def test_bad_file_shows_banner_and_keeps_the_show(qtbot, engine: Engine, make_window, testdata: Path) -> None:
     w = make_window(engine)
     assert w.open_script(DEMO)
+    qtbot.waitUntil(lambda: w.pending.idle)
     before = engine.script
     _drop(w, testdata / "bad_encoding.fountain")
     assert w.banner.isVisibleTo(w) and "bad_encoding.fountain" in w.banner.text
@@ -52,6 +58,7 @@ def test_bad_file_shows_banner_and_keeps_the_show(qtbot, engine: Engine, make_wi
 def test_edit_requeues_only_that_line(qtbot, engine: Engine, make_window) -> None:
     w = make_window(engine)
     w.open_script(DEMO)
+    qtbot.waitUntil(lambda: w.pending.idle)
     show = engine.show
     assert show is not None
     qtbot.waitUntil(lambda: all(c.state == "ready" for c in w.cue_model.cues[:4]), timeout=20_000)
@@ -68,6 +75,7 @@ def test_edit_requeues_only_that_line(qtbot, engine: Engine, make_window) -> Non
 def test_empty_adlib_and_bad_setting_reach_the_banner(qtbot, engine: Engine, make_window) -> None:
     w = make_window(engine)
     w.open_script(DEMO)
+    qtbot.waitUntil(lambda: w.adlib_role.count() > 0)
     w.adlib_text.setText("   ")
     w.speak_adlib()
     assert "needs some text" in w.banner.text
@@ -100,6 +108,7 @@ def test_mute_and_solo_change_the_mix(qtbot, engine: Engine, make_window, tmp_pa
     assert w.open_script(script)
     qtbot.waitUntil(lambda: w.cast.roles == ("ANNA", "BORIS"))
     engine.play()
+    qtbot.waitUntil(lambda: engine.ring.playing)  # the callback plays only once the show does
     assert _rms(engine, 2.0) > 1e-3
     w.cast.editor("ANNA", "mute").setChecked(True)  # type: ignore[attr-defined]
     qtbot.waitUntil(lambda: engine.cast["ANNA"].mute)
@@ -123,6 +132,10 @@ def test_weight_slider_reaches_the_scheduler(qtbot, engine: Engine, make_window)
     w.cast.editor("OWEN", "weight").setValue(125)  # type: ignore[attr-defined]
     qtbot.waitUntil(lambda: engine.scheduler.weights.get("OWEN") == 12.5)
     qtbot.waitUntil(lambda: w.cast.shown["OWEN"].weight == 12.5)
+    slider = w.cast.editor("IRIS", "weight")
+    slider.setValue(slider.maximum())  # type: ignore[attr-defined]
+    top = VOICE_LIMITS["weight"][1]  # the slider spans the engine's whole range
+    qtbot.waitUntil(lambda: engine.scheduler.weights.get("IRIS") == top)
 
 
 def test_render_job_writes_the_mix(
@@ -164,7 +177,9 @@ def test_autosave_and_recovery_after_a_crash(qtbot, engine: Engine, make_window,
     w.open_script(DEMO)
     engine.set_voice("IRIS", pitch=77)
     qtbot.waitUntil(lambda: engine.cast["IRIS"].pitch == 77)
-    assert w.session.autosave()
+    saved = w.session.autosave()
+    assert saved is not None
+    saved.result(10)
     assert engine.project_path is None  # an autosave is not the director's project file
     w.bridge.stop()  # the window "crashes": no closeEvent, the lock file stays
     assert (data / "running.lock").exists()
@@ -205,3 +220,24 @@ def test_timeline_click_selects_the_cue(qtbot, engine: Engine, make_window) -> N
     w.timeline.cue_clicked.emit(cue.index)
     assert w.selected_cue() == cue.index and w.timeline.selected == cue.index
     assert QPoint  # keeps the import used where pyqtgraph maps scene points
+
+
+def test_no_slot_waits_for_a_busy_engine(qtbot, engine: Engine, make_window, tmp_path: Path) -> None:
+    """With the engine thread stuck, opening a script, saving and Play return at once with a
+    busy indicator; they complete when it is free; a command that must wait says so."""
+    w = make_window(engine)
+    gate = threading.Event()
+
+    def stuck() -> None:
+        gate.wait(30)
+
+    engine.post(stuck)  # the engine thread is busy
+    assert w.open_script(DEMO)
+    assert w.busy.isVisibleTo(w) and "opening the_last_broadcast.fountain" in w.busy.text()
+    w._save(tmp_path / "p.troupe.json")
+    with pytest.raises(EngineBusy, match=r"did not answer within 0\.2 s"):
+        engine.call(lambda: None, timeout_s=0.2)  # what the CLI would get: a message
+    gate.set()
+    qtbot.waitUntil(lambda: w.pending.idle)
+    assert engine.script is not None and not w.busy.isVisibleTo(w)
+    assert (tmp_path / "p.troupe.json").exists()

@@ -7,65 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from show_harness import SR, Harness
 
-from engine.audio_io.callback import RenderState, render
-from engine.audio_io.ring import MixRing
 from engine.cast import Cast
-from engine.core.types import SAMPLE_RATE_HZ
-from engine.scheduler import Backend, RequestClass, Scheduler, SchedulerConfig
+from engine.scheduler import RequestClass
 from engine.script import load_script
-from engine.show import CueState, Show
-from engine.synthesis.espeak import EspeakSynthesizer
-
-SR = SAMPLE_RATE_HZ
-
-
-class Harness:
-    """A show on the real espeak voice, with the callback played by the test."""
-
-    def __init__(self, script_path: Path, render_ahead_ms: float = 100, **show_kw: object) -> None:
-        self.script = load_script(script_path)
-        self.ring = MixRing(1 << 14)
-        self.sched = Scheduler({"espeak": Backend(EspeakSynthesizer())}, SchedulerConfig())
-        self.show = Show(
-            self.script,
-            Cast.auto(self.script),
-            self.sched,
-            self.ring,
-            render_ahead_ms=render_ahead_ms,
-            **show_kw,
-        )  # type: ignore[arg-type]
-        self.out = np.zeros((2048, 2), np.float32)
-        self.played: list[np.ndarray] = []
-
-    def settle(self) -> None:
-        """Tick until the scheduler has nothing in flight (waiting on it, not sleeping)."""
-        for _ in range(1000):
-            self.show.tick()
-            if not self.sched._inflight and not self.sched._completed:
-                self.show.tick()
-                return
-            self.sched.wake.wait(5)
-
-    def play(self, seconds: float) -> np.ndarray:
-        start = len(self.played)
-        for _ in range(round(seconds * SR / len(self.out))):
-            self.settle()
-            render(self.out, self.ring, RenderState())
-            self.played.append(self.out.copy())
-        return np.concatenate(self.played[start:]) if self.played[start:] else np.zeros((0, 2))
-
-    def play_to_end(self, limit_s: float = 300) -> np.ndarray:
-        chunks = []
-        while not self.show.finished and len(self.played) * len(self.out) < limit_s * SR:
-            chunks.append(self.play(1.0))
-        chunks.append(self.play(0.5))  # the ring still holds the render-ahead: let it play out
-        return np.concatenate(chunks)
-
-    def close(self) -> None:
-        self.show.close()
-        self.sched.close()
-        self.ring.close()
+from engine.show import CueState
 
 
 @pytest.fixture
@@ -115,15 +62,21 @@ def test_long_lines_stream_chunk_by_chunk(testdata: Path) -> None:
         h.close()
 
 
-def test_adlib_comes_out_over_the_show(radio: Harness) -> None:
+def test_adlib_is_spliced_a_margin_ahead_of_the_listener(radio: Harness) -> None:
+    for role in ("NARRATOR", "PAPA"):
+        radio.show.recast(role, mute=True)  # only ELSA can be heard; she has no line before ~4 s
     radio.play(1.0)
+    heard_at = len(radio.played) * len(radio.out)  # the next frame the listener hears
     r = radio.show.adlib("ELSA", "Wait, someone is at the door!")
-    radio.play(0.5)
-    assert r.t_done > 0 and r.fallback is False
-    adlib_clips = [c for c in radio.show.mixer.clips if c.cue_index == -1]
-    assert len(adlib_clips) == 1
-    # placed at the frame being written when it arrived: within a breath of "now"
-    assert abs(adlib_clips[0].start_frame / SR - 1.1) < 0.5
+    radio.settle()
+    assert r.state.value == "ready" and r.fallback is False
+    t = radio.show.adlibs.tracks[0]
+    assert t.adlib and t.cue.index == len(radio.script.cues)  # an item of its own
+    # spliced into the queued audio 15 ms ahead of the listener, not after the render-ahead
+    assert t.start_s == pytest.approx(heard_at / SR + 0.015, abs=1e-3)
+    audio = radio.play(1.0)
+    k = round(t.start_s * SR) - heard_at
+    assert not audio[:k].any() and np.abs(audio[k : k + SR // 4]).max() > 0.01
 
 
 def test_seek_recomputes_and_skips(radio: Harness) -> None:

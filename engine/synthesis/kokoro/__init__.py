@@ -24,7 +24,11 @@ ONNX_ENV = "TROUPE_KOKORO_ONNX"
 
 def warm_up_in_background(synth: Synthesizer) -> threading.Thread | None:
     """Load the model on a side thread now, so that the first line cast to it does not wait
-    for the load; a failure is logged (the line then fails over to espeak-ng as usual)."""
+    for the load; a failure is logged (the line then fails over to espeak-ng as usual).
+
+    The thread is not a daemon: interpreter exit waits for the load to finish, because a
+    native session still being built while the interpreter tears down aborts the process
+    (exit 134). Owners join it on close."""
     load = getattr(synth, "load", None)
     if load is None:
         return None
@@ -35,7 +39,7 @@ def warm_up_in_background(synth: Synthesizer) -> threading.Thread | None:
         except SynthesisError as exc:
             log.warning("kokoro: warm-up failed: %s", exc)
 
-    thread = threading.Thread(target=run, name="troupe-kokoro-warmup", daemon=True)
+    thread = threading.Thread(target=run, name="troupe-kokoro-warmup", daemon=False)
     thread.start()
     return thread
 

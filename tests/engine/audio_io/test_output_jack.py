@@ -31,13 +31,16 @@ def _mix(seconds: float) -> np.ndarray:
 
 
 def _play(out: AudioOutput | AudioProcess, ring: MixRing, mix: np.ndarray) -> dict[str, float]:
-    """Feed `mix` into the ring while the stream plays it; return what the callback saw."""
+    """Feed `mix` into the ring while the stream plays it; return what the callback saw.
+    Silence follows the mix, so the stream does not run dry before the loop sees the end
+    (on a loaded machine the loop may look a few callbacks late)."""
+    mix = np.concatenate([mix, np.zeros((RATE // 2, mix.shape[1]), np.float32)])
     written = ring.write(mix)
     c0 = ring.callbacks
     out.start()
     t0 = time.monotonic()
     deadline = t0 + 3 * len(mix) / RATE + 10
-    while ring.read_pos < len(mix) and time.monotonic() < deadline:
+    while ring.read_pos < len(mix) - RATE // 2 and time.monotonic() < deadline:
         written += ring.write(mix[written:])
         out.sync_controls()
         time.sleep(0.002)
@@ -61,7 +64,7 @@ def test_plays_three_seconds_paced(jack_device: int, in_process: bool) -> None:
         ring_read = ring.read_pos
         ring.close()
     expected_callbacks = len(mix) / BLOCK  # 563
-    assert seen["written"] == len(mix)
+    assert seen["written"] >= len(mix)
     assert ring_read >= len(mix)  # every frame written was read
     assert seen["underruns"] == 0
     # paced at the block period: 3 s of audio takes about 3 s, one callback per 256 frames

@@ -1,0 +1,130 @@
+"""Ad-libs in a live show: items of their own in the cue list and on the timeline, heard
+once (spliced into the audio already queued, a margin ahead of the listener), not heard
+again after Stop, Play or a jump unless the director keeps one in the show, and deletable.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from engine.audio_io.splice import splice
+from engine.core.errors import TroupeError
+from engine.core.types import Cue, Voice
+from engine.mixer import Clip, soft_limit
+from engine.scheduler import Request, RequestClass, State
+from engine.show_tracks import SR, CueState, CueTrack
+
+if TYPE_CHECKING:
+    from engine.show import Show
+
+
+class Adlibs:
+    """The show's ad-libs; cue indices follow the script's (script cues first)."""
+
+    def __init__(self, show: Show, margin_frames: int) -> None:
+        self.show = show
+        self.margin_frames = margin_frames
+        """How far ahead of the listener an ad-lib is spliced in: at least one callback's
+        frames plus the time to mix it, or the callback meets the held frame (an underrun)."""
+        self.tracks: list[CueTrack] = []
+
+    def get(self, cue_index: int) -> CueTrack:
+        k = cue_index - len(self.show.tracks)
+        if not 0 <= k < len(self.tracks) or self.tracks[k].deleted:
+            raise TroupeError(f"cue {cue_index + 1} is not an ad-lib")
+        return self.tracks[k]
+
+    def speak(self, role: str, text: str, voice: Voice | None = None) -> Request:
+        """Queue an ad-lib: it is spliced in as soon as it is voiced."""
+        show = self.show
+        voice = voice or show.cast[role]
+        index = len(show.tracks) + len(self.tracks)
+        t = CueTrack(Cue(index, role, text, self._scene_now(), 0, ("ad-lib",)), [text], voice.rate_wpm,
+                     adlib=True)  # fmt: skip
+        r = Request(role, text, voice, show.deadline(show.write_s), RequestClass.ADLIB, index)
+        r.on_done = lambda req: self._voiced(t, req)
+        t.audio, t.requests, t.state = [None], [r], CueState.QUEUED
+        show.scheduler.submit(r, timeout_s=0.5)  # raises QueueFull before anything is added
+        self.tracks.append(t)
+        show.stats.adlibs.append(r)
+        return r
+
+    def _scene_now(self) -> int:
+        head = self.show.playhead_s
+        started = [t.cue.scene for t in self.show.tracks if t.start_s is not None and t.start_s <= head]
+        return started[-1] if started else 0
+
+    def _voiced(self, t: CueTrack, r: Request) -> None:
+        if t.deleted:
+            return
+        if r.state is not State.DONE or r.audio is None or not r.audio.size:
+            t.error = r.error or "nothing was voiced"
+            self.show._set_state(t, CueState.FAILED)
+            return
+        t.audio, t.fallback = [r.audio], r.fallback
+        self._place(t, r)
+
+    def _place(self, t: CueTrack, r: Request) -> None:
+        """Splice the start into the queued audio, and give the writer the rest."""
+        show, ring = self.show, self.show.ring
+        audio = t.audio[0]
+        assert audio is not None
+        controls = show.mixer.controls
+        left, right = controls.gain(t.cue.role)
+        stereo = np.empty((len(audio), ring.channels), np.float32)
+        stereo[:, 0] = audio * (left * controls.master_gain)
+        stereo[:, 1] = audio * (right * controls.master_gain)
+        done = splice(ring, stereo, self.margin_frames, soft_limit if controls.limiter else None)
+        start, n = (done.start, done.n_frames) if done is not None else (ring.write_pos, 0)
+        r.t_placed = show.clock()
+        # heard once the callback reaches the splice, plus the device latency
+        r.t_played = r.t_placed + max(0, start - ring.read_pos) / SR + ring.output_latency_s()
+        frame = start - show.origin
+        if n < len(audio):
+            show.mixer.add(Clip(frame + n, t.cue.role, audio[n:], t.cue.index))
+        t.start_s = frame / SR
+        t.placed_chunks = 1
+        show._set_state(t, CueState.READY)
+
+    def update_states(self, head_s: float) -> None:
+        for t in self.tracks:
+            if t.kept or t.deleted or t.start_s is None or t.state in (CueState.PLAYED, CueState.FAILED):
+                continue
+            if head_s >= t.start_s + t.est_duration_s:
+                self.show._set_state(t, CueState.PLAYED)
+            elif head_s >= t.start_s and t.state is not CueState.PLAYING:
+                self.show._set_state(t, CueState.PLAYING)
+
+    def drop_from_mix(self) -> None:
+        """A jump or Stop: ad-libs not kept are not heard again (one still playing stops)."""
+        for t in self.tracks:
+            if not t.kept and not t.deleted and t.start_s is not None:
+                self.show.mixer.remove_cue(t.cue.index)
+                self.show._set_state(t, CueState.PLAYED)
+
+    def keep(self, cue_index: int) -> CueTrack:
+        """Keep an ad-lib in the show: a cue at the time it was heard, replayed like any other."""
+        t = self.get(cue_index)
+        audio = t.audio[0] if t.known else None
+        if t.start_s is None or audio is None:
+            raise TroupeError(f"cue {cue_index + 1}: an ad-lib can be kept once it has been voiced")
+        if not t.kept:
+            t.kept = True
+            self.show.mixer.remove_cue(cue_index)
+            self.show.mixer.add(Clip(round(t.start_s * SR), t.cue.role, audio, cue_index))
+            self.show._replan()
+        return t
+
+    def delete(self, cue_index: int) -> None:
+        """Remove an ad-lib from the list, the timeline and the mix (and the queue)."""
+        t = self.get(cue_index)
+        t.deleted = True
+        self.show.scheduler.cancel(lambda r: r.cue_index == cue_index)
+        self.show.mixer.remove_cue(cue_index)
+        self.show._replan()
+
+    def close(self) -> None:
+        for t in self.tracks:
+            t.deleted = True

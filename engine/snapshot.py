@@ -1,0 +1,158 @@
+"""What the GUI draws: immutable snapshots of the engine, built on the engine thread and
+handed over by one reference assignment (see DESIGN.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engine.audio_io.ring import MixRing
+from engine.cast import Cast
+from engine.core.types import SAMPLE_RATE_HZ, Script, Voice
+from engine.metrics import AnomalyDetector, Rolling
+from engine.scheduler import Scheduler
+from engine.show import Show
+from engine.show_tracks import CueTrack
+
+HISTORY_COLUMNS = 600
+"""Priority heatmap width: 30 s at one column per 50 ms scheduler tick."""
+
+
+@dataclass(frozen=True)
+class CueView:
+    """One cue as the GUI shows it."""
+
+    index: int
+    role: str
+    text: str
+    scene: int
+    state: str
+    start_s: float
+    duration_s: float
+    late_ms: float
+    fallback: bool
+    error: str
+    hints: tuple[str, ...]
+    kind: str = "line"
+    """'line' (from the script), 'adlib' (typed live, heard once) or 'kept' (an ad-lib kept
+    in the show)."""
+
+
+@dataclass(frozen=True)
+class Figures:
+    """The latency monitor's numbers."""
+
+    adlib_p50_ms: float = float("nan")
+    """Ad-lib latency from Enter to its first sample in the ring."""
+    adlib_p95_ms: float = float("nan")
+    audible_p50_ms: float = float("nan")
+    """Ad-lib latency from Enter to its first audible sample (the callback's DAC time)."""
+    audible_p95_ms: float = float("nan")
+    queue_wait_p50_ms: float = float("nan")
+    queue_wait_p95_ms: float = float("nan")
+    rtf: float = float("nan")
+    ring_fill_ms: float = 0.0
+    callback_load: float = 0.0
+    """Median callback time / block period over the latest callbacks."""
+    underruns: int = 0
+    """Callbacks that found the ring short of audio (the engine fell behind)."""
+    xruns: int = 0
+    """Output underflows PortAudio reported: the device itself ran dry (a callback was late),
+    an audible glitch even when the ring was full."""
+    callback_errors: int = 0
+    queue_depth: int = 0
+    deadline_misses: int = 0
+    fallbacks: int = 0
+    anomalies: int = 0
+
+
+@dataclass(frozen=True)
+class EngineSnapshot:
+    """Everything the GUI draws, frozen at one moment."""
+
+    version: int
+    title: str = ""
+    path: str = ""
+    playing: bool = False
+    output_open: bool = False
+    playhead_s: float = 0.0
+    end_s: float = 0.0
+    cues: tuple[CueView, ...] = ()
+    roles: tuple[str, ...] = ()
+    voices: dict[str, Voice] = field(default_factory=dict)
+    scenes: tuple[str, ...] = ()
+    priorities: NDArray[np.float32] = field(
+        default_factory=lambda: np.zeros((0, HISTORY_COLUMNS), np.float32)
+    )
+    """roles x HISTORY_COLUMNS, newest column last."""
+    figures: Figures = field(default_factory=Figures)
+    latency_points: tuple[tuple[float, float, bool], ...] = ()
+    """(show time s, latency ms, missed) of recent lines, for the rolling plot."""
+    cue_stack: bool = False
+    status: str = "stopped"
+    """'stopped' (at the top), 'playing', 'paused', 'waiting for GO' (cue-stack mode) or 'ended'."""
+
+
+class SnapshotSource(Protocol):
+    """What a snapshot is built from: the engine's parts, read on its thread."""
+
+    show: Show | None
+    script: Script | None
+    cast: Cast
+    ring: MixRing
+    scheduler: Scheduler
+    history: NDArray[np.float32]
+    adlib_ms: Rolling
+    audible_ms: Rolling
+    queue_wait_ms: Rolling
+    anomalies: AnomalyDetector
+
+    @property
+    def output_open(self) -> bool: ...
+
+    @property
+    def block_frames(self) -> int: ...
+
+
+def build_snapshot(engine: SnapshotSource, version: int) -> EngineSnapshot:
+    """Everything the GUI draws, read from the engine at one moment (on its thread)."""
+    show = engine.show
+    if show is None or engine.script is None:
+        return EngineSnapshot(version=version, output_open=engine.output_open)
+    shown = show.tracks + [t for t in show.adlibs.tracks if not t.deleted]
+    cues = tuple(_cue_view(show, t) for t in shown)
+    times = engine.ring.callback_times_ns()[-512:]
+    block_ns = engine.block_frames / SAMPLE_RATE_HZ * 1e9
+    figures = Figures(
+        adlib_p50_ms=engine.adlib_ms.percentile(50), adlib_p95_ms=engine.adlib_ms.percentile(95),
+        audible_p50_ms=engine.audible_ms.percentile(50), audible_p95_ms=engine.audible_ms.percentile(95),
+        queue_wait_p50_ms=engine.queue_wait_ms.percentile(50),
+        queue_wait_p95_ms=engine.queue_wait_ms.percentile(95),
+        rtf=engine.scheduler.backends["espeak"].rtf,
+        ring_fill_ms=engine.ring.fill_frames / SAMPLE_RATE_HZ * 1000,
+        callback_load=float(np.median(times)) / block_ns if times.size else 0.0,
+        underruns=engine.ring.underruns, xruns=engine.ring.xruns,
+        callback_errors=engine.ring.callback_errors, queue_depth=engine.scheduler.pending_count,
+        deadline_misses=show.stats.late, fallbacks=sum(t.fallback for t in show.tracks),
+        anomalies=len(engine.anomalies.flagged),
+    )  # fmt: skip
+    points = tuple((t.start_s, t.late_ms, t.late_ms > 0) for t in show.tracks if t.start_s is not None)
+    return EngineSnapshot(
+        version=version, title=engine.script.title, path=engine.script.path,
+        playing=engine.ring.playing and engine.output_open, output_open=engine.output_open,
+        playhead_s=show.playhead_s, end_s=show.end_s, cues=cues, roles=tuple(engine.script.roles),
+        voices={r: engine.cast[r] for r in engine.script.roles},
+        scenes=tuple(s.heading for s in engine.script.scenes), priorities=engine.history.copy(),
+        figures=figures, latency_points=points[-400:], cue_stack=show.cue_stack,
+        status=show.status if engine.output_open or show.status != "playing" else "paused",
+    )  # fmt: skip
+
+
+def _cue_view(show: Show, t: CueTrack) -> CueView:
+    start = t.start_s if t.start_s is not None else show.planned_start_s(t.cue.index)
+    kind = ("kept" if t.kept else "adlib") if t.adlib else "line"
+    return CueView(t.cue.index, t.cue.role, t.cue.text, t.cue.scene, t.state.value, start,
+                   t.est_duration_s, t.late_ms, t.fallback, t.error, t.cue.hints, kind)  # fmt: skip

@@ -1,0 +1,163 @@
+"""The live show as it is heard: the engine plays on the JACK dummy device (output stream in
+the audio process, the default), a JACK client records the output port, and each test says
+which role sounds when. HERO is panned hard left and FOIL hard right, so the left channel is
+HERO and the right is FOIL."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from live_capture import Recorder, segments, wait_for
+
+from engine.audio_io.output import OutputSettings
+from engine.mixer import Pacing
+from engine.service import Engine, EngineSettings, EngineSnapshot
+
+pytestmark = pytest.mark.jack
+LEFT, RIGHT = 0, 1
+DUET = (
+    "HERO: The lamp is lit.\nFOIL: Then close the door.\nHERO: I hear the sea.\nFOIL: So do I, my friend.\n"
+)
+
+
+@pytest.fixture
+def live(jack_device: int, tmp_path: Path) -> Iterator[tuple[Engine, Recorder]]:
+    script = tmp_path / "duet.txt"
+    script.write_text(DUET, encoding="utf-8")
+    recorder = Recorder()
+    engine = Engine(EngineSettings(output=OutputSettings(device=jack_device), neural=False,
+                                   pacing=Pacing(gap_s=0.6)))  # fmt: skip
+    try:
+        engine.load(script)
+        engine.set_voice("HERO", pan=-1.0)
+        engine.set_voice("FOIL", pan=1.0)
+        engine.open_output()
+        recorder.connect()
+        yield engine, recorder
+    finally:
+        engine.close()
+        recorder.close()
+
+
+def _state(e: Engine, k: int) -> str:
+    return e.snapshot().cues[k].state
+
+
+def _heard_roles(audio: np.ndarray) -> list[tuple[float, str]]:
+    """(start s, role) of every stretch of sound, in order."""
+    marks = [(a, "HERO") for a, _ in segments(audio, LEFT)] + [(a, "FOIL") for a, _ in segments(audio, RIGHT)]
+    return sorted(marks)
+
+
+def _assert_matches_timeline(audio: np.ndarray, snap: EngineSnapshot, first_cue: int = 0) -> None:
+    """The roles are heard in the planned order, each line at its planned time (to 0.15 s,
+    measured from the first line heard)."""
+    heard = _heard_roles(audio)
+    cues = [c for c in snap.cues if c.kind == "line"][first_cue:]
+    assert [r for _, r in heard] == [c.role for c in cues], heard
+    offset = heard[0][0] - cues[0].start_s
+    for (t, _), c in zip(heard, cues, strict=True):
+        assert t - offset == pytest.approx(c.start_s, abs=0.15)
+
+
+def test_stop_goes_to_the_top_and_play_replays_what_is_heard(live: tuple[Engine, Recorder]) -> None:
+    e, rec = live
+    e.play()
+    wait_for(lambda: _state(e, 1) == "playing", what="FOIL's first line playing")
+    e.stop()
+    wait_for(lambda: e.snapshot().status == "stopped", what="status stopped")
+    snap = e.snapshot()
+    assert snap.playhead_s == 0.0 and {c.state for c in snap.cues} == {"pending"}
+    quiet = rec.frames + 4800  # 0.1 s for what was already on its way to the device
+    time.sleep(0.6)  # recording what Stop sounds like
+    assert not np.abs(rec.since(quiet)).max() > 0.01, "sound after Stop"
+    start = rec.frames
+    e.play()
+    seen: set[str] = set()
+
+    def replayed() -> bool:
+        seen.add(_state(e, 0))
+        return e.snapshot().status == "ended"
+
+    wait_for(replayed, 60, "the end of the replay")
+    assert {"playing", "played"} <= seen  # states follow the replay live
+    _assert_matches_timeline(rec.since(start), e.snapshot())
+
+
+def test_cue_stack_each_cue_waits_for_go_and_go_starts_it_at_once(live: tuple[Engine, Recorder]) -> None:
+    e, rec = live
+    e.set_cue_stack(True)
+    e.play()
+    wait_for(lambda: e.snapshot().status == "waiting for GO" and _state(e, 0) == "standby", what="standby")
+    start = rec.frames
+    time.sleep(0.5)
+    assert not np.abs(rec.since(start)).max() > 0.01 and e.snapshot().playhead_s == 0.0
+    t_go = time.monotonic()
+    e.go()
+    wait_for(lambda: _state(e, 0) == "played" and e.snapshot().status == "waiting for GO", what="cue 1 heard")
+    assert _state(e, 1) == "standby"  # voiced long ago, yet it waits
+    held = e.snapshot().playhead_s
+    time.sleep(0.5)
+    assert e.snapshot().playhead_s == held  # the clock holds while it waits
+    heard = _heard_roles(rec.since(start))
+    assert [r for _, r in heard] == ["HERO"]
+    go_at = (rec.frame_at(t_go) - start) / 48_000
+    assert 0 <= heard[0][0] - go_at < 0.25  # heard within a breath of GO (espeak's lead-in included)
+    t_go = time.monotonic()
+    mark = rec.frames
+    e.go()
+    wait_for(lambda: _state(e, 1) == "played", what="cue 2 heard")
+    heard = _heard_roles(rec.since(mark))
+    assert [r for _, r in heard] == ["FOIL"]
+    assert 0 <= heard[0][0] - (rec.frame_at(t_go) - mark) / 48_000 < 0.25
+
+
+def test_adlib_is_heard_once_kept_on_request_and_deleted(live: tuple[Engine, Recorder]) -> None:
+    e, rec = live
+    e.set_voice("HERO", mute=True)
+    e.set_voice("FOIL", mute=True)  # only the ad-lib can be heard
+    e.play()
+    wait_for(lambda: e.snapshot().playhead_s > 0.3, what="the show under way")
+    start = rec.frames
+    req = e.adlib("EXTRA", "Someone is at the door!").result(10)
+    index = req.cue_index
+    wait_for(lambda: any(c.index == index and c.state == "played" for c in e.snapshot().cues), what="heard")
+    view = next(c for c in e.snapshot().cues if c.index == index)
+    assert view.kind == "adlib" and view.role == "EXTRA"
+    assert len(segments(rec.since(start), LEFT)) == 1  # heard, once
+
+    def replay() -> np.ndarray:
+        e.stop()
+        wait_for(lambda: e.snapshot().status == "stopped", what="stopped")
+        mark = rec.frames
+        e.play()
+        past = view.start_s + view.duration_s + 0.3
+        wait_for(lambda: e.snapshot().playhead_s > past, what="past the ad-lib")
+        return rec.since(mark)
+
+    assert not np.abs(replay()).max() > 0.01  # Stop and Play: not heard again
+    e.keep_adlib(index)
+    wait_for(lambda: any(c.index == index and c.kind == "kept" for c in e.snapshot().cues), what="kept")
+    again = segments(replay(), LEFT)
+    assert len(again) == 1  # kept: part of the show, at its time
+    e.delete_adlib(index)
+    wait_for(lambda: all(c.index != index for c in e.snapshot().cues), what="deleted")
+    assert not np.abs(replay()).max() > 0.01
+
+
+def test_solo_and_mute_are_heard(live: tuple[Engine, Recorder]) -> None:
+    e, rec = live
+    e.set_voice("FOIL", solo=True)
+    start = rec.frames
+    e.play()
+    wait_for(lambda: e.snapshot().status == "ended", 60, "the end")
+    audio = rec.since(start)
+    assert not segments(audio, LEFT)  # HERO is not soloed: silent
+    foil = [c for c in e.snapshot().cues if c.role == "FOIL"]
+    heard = segments(audio, RIGHT)
+    assert len(heard) == len(foil)
+    assert heard[1][0] - heard[0][0] == pytest.approx(foil[1].start_s - foil[0].start_s, abs=0.15)

@@ -1,0 +1,42 @@
+"""The engine's start and exit: neural models load only for a role cast to them, and a
+load in progress never outlives `Engine.close` or the interpreter."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.synthesis.kokoro import onnx_available
+
+ROOT = Path(__file__).resolve().parents[2]
+
+_PROGRAM = """
+import threading
+from engine.service import Engine, EngineSettings
+
+def loading():
+    return [t for t in threading.enumerate() if t.name == "troupe-kokoro-warmup"]
+
+e = Engine(EngineSettings())
+assert "kokoro" in e.scheduler.backends
+e.load("assets/demo/the_last_broadcast.fountain")
+assert not loading(), "a model loaded for an espeak-ng cast"
+e.set_voice("IRIS", voice_id="kokoro:jf_alpha")
+e.call(lambda: None)
+threads = loading()
+assert threads, "casting a role to kokoro did not start its model loading"
+e.close()  # at once, while the model is still loading
+assert not threads[0].is_alive()
+print("clean")
+"""
+
+
+@pytest.mark.skipif(not onnx_available(), reason="the neural extra is not installed")
+def test_model_loads_when_cast_and_close_waits_for_it() -> None:
+    done = subprocess.run([sys.executable, "-c", _PROGRAM], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().endswith("clean")

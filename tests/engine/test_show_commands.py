@@ -1,0 +1,149 @@
+"""Director commands with exact semantics, on the hand-driven show (the test plays the
+callback, so show time moves only when the test consumes audio): Stop, the end of the
+show, cue-stack GO, and the ad-lib lifecycle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from show_harness import SR, Harness
+
+from engine.core.errors import TroupeError
+from engine.show import CueState
+
+
+@pytest.fixture
+def radio(testdata: Path):  # type: ignore[no-untyped-def]
+    h = Harness(testdata / "radio_play.txt")
+    yield h
+    h.close()
+
+
+def _states(h: Harness) -> set[str]:
+    return {t.state.value for t in h.show.tracks}
+
+
+def test_stop_returns_to_the_top_and_play_replays_it(radio: Harness) -> None:
+    first = radio.play(5.0)  # the narrator's line (0.25-3.65 s), then ELSA's from ~4 s
+    assert radio.show.tracks[0].state is CueState.PLAYED and radio.show.tracks[1].state is CueState.PLAYING
+    radio.show.stop()
+    radio.settle()
+    assert radio.show.status == "stopped" and radio.show.playhead_s == 0.0
+    assert _states(radio) == {"pending"}  # nothing left "played" or "playing"
+    assert not radio.play(0.5).any()  # stopped: silence, and the clock holds
+    assert radio.show.playhead_s == 0.0
+    radio.show.pause(False)
+    assert radio.show.status == "playing"
+    again = radio.play(5.0)
+    np.testing.assert_array_equal(again, first)  # the same show from the top, sample for sample
+    assert radio.show.tracks[0].state is CueState.PLAYED  # states follow the replay live
+    assert radio.show.tracks[1].state is CueState.PLAYING
+    assert radio.show.tracks[5].state in (CueState.READY, CueState.PENDING)
+
+
+def test_end_of_show_stops_the_clock_at_the_real_length(testdata: Path) -> None:
+    h = Harness(testdata / "lighthouse.fountain")
+    try:
+        h.play_to_end()
+        h.play(1.0)
+        show = h.show
+        assert show.status == "ended"
+        last = max(show.tracks, key=lambda t: (t.start_s or 0) + t.est_duration_s)
+        real_end = (last.start_s or 0) + sum(len(a) for a in last.audio if a is not None) / SR
+        assert show.end_s == pytest.approx(real_end, abs=1e-6)
+        assert show.playhead_s == pytest.approx(real_end, abs=1e-6)
+        held = show.playhead_s
+        assert not h.play(0.5).any() and show.playhead_s == held  # the clock has stopped
+        show.pause(False)  # Play after the end: from the top
+        assert show.status == "playing" and show.playhead_s == 0.0
+    finally:
+        h.close()
+
+
+def test_cue_stack_every_cue_waits_for_go_and_the_clock_holds(radio: Harness) -> None:
+    show = radio.show
+    show.set_cue_stack(True)
+    radio.settle()
+    radio.play(1.0)
+    assert show.status == "waiting for GO" and show.playhead_s == 0.0
+    assert show.tracks[0].state is CueState.STANDBY and show.tracks[1].state is CueState.READY
+    show.go()
+    radio.settle()
+    audio = radio.play(0.3)
+    assert np.abs(audio).max() > 0.01  # GO starts it at once
+    assert show.tracks[0].start_s == pytest.approx(0.0, abs=0.05)
+    end0 = show.tracks[0].start_s + show.tracks[0].est_duration_s
+    radio.play(end0 + 1.0)  # cue 1 is voiced already, yet it waits
+    assert show.status == "waiting for GO" and show.tracks[1].start_s is None
+    assert show.playhead_s == pytest.approx(end0, abs=0.1)
+    assert show.tracks[1].state is CueState.STANDBY
+    held = show.playhead_s
+    radio.play(0.5)
+    assert show.playhead_s == held  # the clock holds while it waits
+    show.go()
+    radio.settle()
+    radio.play(0.2)
+    assert show.tracks[1].start_s == pytest.approx(held, abs=0.05)
+    assert show.tracks[1].state is CueState.PLAYING
+
+
+def test_cue_stack_takes_back_lines_already_placed(radio: Harness) -> None:
+    radio.play(0.1)  # the first lines are voiced and placed ahead of the playhead
+    radio.settle()
+    assert radio.show.tracks[1].start_s is not None or radio.show.tracks[0].start_s is not None
+    radio.show.set_cue_stack(True)
+    placed = [t.cue.index for t in radio.show.tracks if t.start_s is not None]
+    assert all(radio.show.tracks[i].start_s <= radio.show.playhead_s for i in placed)
+
+
+def _mute_all_but(h: Harness, role: str) -> None:
+    for r in h.script.roles:
+        if r != role:
+            h.show.recast(r, mute=True)
+
+
+def test_adlib_is_heard_once_unless_kept(radio: Harness) -> None:
+    _mute_all_but(radio, "OWEN")  # no such role in the script: only the ad-lib is audible
+    radio.play(0.5)
+    radio.show.adlib("OWEN", "Someone is at the door!")
+    radio.settle()
+    t = radio.show.adlibs.tracks[0]
+    first = radio.play(3.0)
+    assert np.abs(first).max() > 0.01 and t.state is CueState.PLAYED
+    radio.show.stop()
+    radio.show.pause(False)
+    assert not radio.play(4.0).any()  # Stop and Play: not heard again
+    radio.show.seek(0.0)
+    assert not radio.play(4.0).any()  # nor after a jump back
+    radio.show.adlibs.keep(t.cue.index)
+    radio.show.stop()
+    radio.show.pause(False)
+    assert np.abs(radio.play(4.0)).max() > 0.01  # kept: part of the show at its time
+    assert t.state is CueState.PLAYED and t.cue.index in radio.show._planned
+    radio.show.adlibs.delete(t.cue.index)
+    radio.show.stop()
+    radio.show.pause(False)
+    assert not radio.play(4.0).any()  # deleted: gone from the mix
+    assert t.cue.index not in radio.show._planned
+
+
+def test_a_jump_after_the_end_plays_on(testdata: Path) -> None:
+    h = Harness(testdata / "lighthouse.fountain")
+    try:
+        h.play_to_end()
+        h.play(0.5)
+        assert h.show.status == "ended"
+        h.show.seek(1.0)
+        assert h.show.status == "playing"
+        h.play(1.0)
+        assert h.show.playhead_s == pytest.approx(2.0, abs=0.05)
+    finally:
+        h.close()
+
+
+def test_an_adlib_cannot_be_retaken(radio: Harness) -> None:
+    radio.show.adlib("ELSA", "Wait!")
+    with pytest.raises(TroupeError, match="not a line of the script"):
+        radio.show.retake(len(radio.script.cues))
