@@ -37,7 +37,7 @@ from engine.mixer import Pacing
 from engine.render import Progress, RenderResult, render_script
 from engine.scheduler import Request, Scheduler, SchedulerConfig, State
 from engine.scheduler.backend import neural_voice_ids, standard_backends
-from engine.script import load_script
+from engine.script import SUFFIXES, load_script
 from engine.script.common import normalise_role
 from engine.show import Show
 from engine.snapshot import HISTORY_COLUMNS, CueView, EngineSnapshot, Figures, build_snapshot
@@ -46,6 +46,8 @@ from engine.synthesis.kokoro import warm_up_in_background
 from engine.synthesis.router import Router
 
 log = logging.getLogger("troupe.engine")
+SCRIPT_SUFFIXES = frozenset(SUFFIXES)
+"""Every script format the importers read (what the window's Open and drop accept)."""
 
 T = TypeVar("T")
 __all__ = ["HISTORY_COLUMNS", "CueView", "Engine", "EngineSettings", "EngineSnapshot", "Figures", "wait"]
