@@ -45,6 +45,11 @@ def _synth(processes: int, cast: Cast | None = None):  # type: ignore[no-untyped
     from engine.synthesis.router import Router
 
     espeak = EspeakPool(processes, niceness=0) if processes > 1 else EspeakSynthesizer()
+    if isinstance(espeak, EspeakPool):
+        from engine.core.types import Voice
+
+        for _ in range(processes):  # the workers start now, while the script is read and checked
+            espeak.submit("a", Voice())
     synths = {"espeak": espeak}
     if cast is not None and any(v.backend == "kokoro" for v in cast.voices.values()):
         from engine.synthesis.kokoro import make_kokoro
@@ -82,29 +87,32 @@ def cmd_render(args: argparse.Namespace) -> int:
     from engine.mixer import Pacing
     from engine.render import StemOptions, render_script
 
-    script, cast, edits = _load(args)
-    stems = StemOptions(args.stem_mode, args.stem_format, args.sample_format)
-    loudness = None
-    if args.loudness:
-        from engine.export.loudness import parse_target
-
-        loudness = parse_target(args.loudness)
-    if args.stems and args.stem_mode == "roles" and len(script.roles) > 16:
-        print(f"troupe: {len(script.roles)} roles: each stem is as long as the show, so encoding them takes "
-              "a while; --stem-mode clips writes one file per line instead", file=sys.stderr)  # fmt: skip
-    bar = _render_progress()
-    synth = _synth(args.processes, cast)
-    t0 = time.perf_counter()
+    synths = [_synth(args.processes)]  # first: its workers start while the script loads
     try:
+        script, cast, edits = _load(args)
+        if any(v.backend == "kokoro" for v in cast.voices.values()):
+            synths.append(_synth(args.processes, cast))
+        stems = StemOptions(args.stem_mode, args.stem_format, args.sample_format)
+        loudness = None
+        if args.loudness:
+            from engine.export.loudness import parse_target
+
+            loudness = parse_target(args.loudness)
+        if args.stems and args.stem_mode == "roles" and len(script.roles) > 16:
+            hint = "each stem is as long as the show; --stem-mode clips writes one file per line"
+            print(f"troupe: {len(script.roles)} roles: {hint}", file=sys.stderr)
+        bar = _render_progress()
+        t0 = time.perf_counter()
         with bar or contextlib.nullcontext():
             task = bar.add_task("", total=1.0) if bar is not None else None
             on_progress = (lambda f, msg: bar.update(task, completed=f, description=msg)) if bar else None
             pacing = Pacing(gap_s=args.gap)
-            result = render_script(script, cast, args.output, synth, args.stems, pacing, edits,
+            result = render_script(script, cast, args.output, synths[-1], args.stems, pacing, edits,
                                    on_progress, stems=stems, sample_format=args.sample_format,
                                    loudness=loudness)  # fmt: skip
     finally:
-        synth.close()
+        for synth in synths:
+            synth.close()
         _stop_resource_tracker()
     wall = time.perf_counter() - t0
     speed = result.duration_s / wall
