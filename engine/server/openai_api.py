@@ -67,6 +67,8 @@ class SpeechBody(BaseModel):
                          description="Honoured through the voice's rate; beyond its rate range, a 400 "
                          "says which speeds this voice can do.")  # fmt: skip
     stream_format: Literal["audio", "sse"] = "audio"
+    stream: bool = Field(True, description="Troupe (and Kokoro-FastAPI): false sends the whole file at "
+                         "once, with its exact length in the header (FLAC always comes whole).")  # fmt: skip
 
 
 def model_ids(service: SpeechService) -> list[str]:
@@ -105,10 +107,10 @@ def router(service: SpeechService) -> APIRouter:
         role, voice = service.resolve_voice(body.voice)
         futures = service.submit(role, body.input, body.speed, LIVE, voice)
         extra = {"X-Troupe-Ignored": "instructions"} if body.instructions else {}
-        if body.response_format == "flac" and body.stream_format == "audio":
+        if body.stream_format == "audio" and (body.response_format == "flac" or not body.stream):
             audio = await flow.whole(request, futures)
-            data = await run_in_threadpool(whole, audio, "flac")
-            return Response(data, headers={**headers("flac", 0), **extra})
+            data = await run_in_threadpool(whole, audio, body.response_format)
+            return Response(data, headers={**headers(body.response_format, OPENAI_PCM_RATE_HZ), **extra})
         first = await flow.first_then_rest(request, futures)
         encoder = StreamEncoder(body.response_format)
         if body.stream_format == "sse":

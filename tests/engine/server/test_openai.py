@@ -84,6 +84,23 @@ def test_pcm_is_24_khz_16_bit_mono_and_says_so(live_server: LiveServer, client: 
     assert abs(len(pcm.content) / 2 / 24_000 - len(audio) / rate) < 0.01  # same speech, half the rate
 
 
+def test_stream_false_sends_the_whole_file_with_its_length(live_server: LiveServer) -> None:
+    import httpx
+
+    body = {
+        "model": "tts-1",
+        "voice": "fable",
+        "input": TWO_SENTENCES,
+        "response_format": "wav",
+        "stream": False,
+    }
+    r = httpx.post(f"{live_server.url}/v1/audio/speech", json=body, timeout=60)
+    assert int(r.headers["content-length"]) == len(r.content)
+    assert int.from_bytes(r.content[76:80], "little") == len(r.content) - 80  # the data size, not 'unknown'
+    audio, rate = sf.read(io.BytesIO(r.content))
+    assert len(audio) / rate > 1.5
+
+
 def test_default_format_is_mp3(client: openai.OpenAI) -> None:
     with client.audio.speech.with_streaming_response.create(model="tts-1", voice="echo", input="Hello.") as r:
         assert r.headers["content-type"] == "audio/mpeg"
