@@ -41,7 +41,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": text}
     for status, text in ((400, "Bad request (validation included)"), (401, "Missing or wrong bearer token"),
                          (404, "Unknown role, model or path"), (413, "Request body too large"),
-                         (421, "Host not allowed"), (503, "Overloaded: retry after Retry-After seconds"))
+                         (421, "Host not allowed"), (429, "Too many roles added by clients"),
+                         (503, "Overloaded: retry after Retry-After seconds"))
 }  # fmt: skip
 
 
