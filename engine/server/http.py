@@ -14,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 
 from engine.core.limits import limit
 from engine.core.types import SAMPLE_RATE_HZ
-from engine.server import errors, flow
+from engine.server import dialogue, errors, flow
 from engine.server.audio_out import ResponseFormat, StreamEncoder, check_format, headers, whole
 from engine.server.errors import ERROR_RESPONSES, error
 from engine.server.limits import Guard, ServerLimits
@@ -52,6 +52,7 @@ def create_app(service: SpeechService, token: str | None = None, limits: ServerL
     app.add_middleware(Guard, token=token, max_body_bytes=limits.max_body_bytes, hosts=hosts)
     errors.install(app)
     app.include_router(router(service))
+    app.include_router(dialogue.router(service))
     _health(app, service)
     _tts(app, service)
     _roles(app, service)

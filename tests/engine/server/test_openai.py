@@ -172,3 +172,33 @@ def test_input_limit_is_openais() -> None:
     assert SpeechBody(input="x" * 4096, voice="alloy").input
     with pytest.raises(ValidationError):
         SpeechBody(input="x" * 4097, voice="alloy")
+
+
+def test_dialogue_turns_come_back_as_one_file_voiced_by_role(live_server: LiveServer) -> None:
+    import httpx
+    from prometheus_client.parser import text_string_to_metric_families
+
+    u = live_server.url
+    assert httpx.put(f"{u}/v1/roles/hero", json={"voice_id": "en-gb", "weight": 5}).status_code == 200
+    turns = [{"voice": "hero", "text": "Who goes there?"}, {"voice": "alloy", "text": "A friend. Let me in."},
+             {"voice": "en-us+m3", "text": "Quiet, both of you."}]  # fmt: skip
+    single = []
+    for t in turns:
+        body = {"voice": t["voice"], "input": t["text"], "response_format": "wav", "stream": False}
+        r = httpx.post(f"{u}/v1/audio/speech", json=body, timeout=60)
+        single.append(len(sf.read(io.BytesIO(r.content))[0]))
+    r = httpx.post(f"{u}/v1/audio/dialogue", json={"turns": turns, "pause_s": 0.5, "response_format": "wav"},
+                   timeout=60)  # fmt: skip
+    assert r.status_code == 200, r.text
+    audio, rate = sf.read(io.BytesIO(r.content))
+    # each turn once, with the pauses (espeak-ng's length varies by a few samples from run to run)
+    assert abs(len(audio) - (sum(single) + 2 * round(0.5 * rate))) < 0.02 * rate
+    gap, slack = round(0.5 * rate), round(0.02 * rate)
+    for end in (single[0], single[0] + gap + single[1]):  # the pauses fall where the turns, in order, end
+        assert np.abs(audio[end + slack : end + gap - slack]).max() < 1e-3
+    text = httpx.get(f"{u}/metrics").text
+    roles = {s.labels["role"] for f in text_string_to_metric_families(text) for s in f.samples
+             if s.name == "troupe_requests_total"}  # fmt: skip
+    assert {"HERO", "ALLOY", "EN-US+M3"} <= roles  # every turn went through the scheduler under its role
+    bad = httpx.post(f"{u}/v1/audio/dialogue", json={"turns": [*turns, {"voice": "klingon", "text": "Hi."}]})
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "voice"
