@@ -214,7 +214,6 @@ def cmd_gui(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     import os
-    import threading
 
     import uvicorn
 
@@ -239,9 +238,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             service.load_script(args.script)
         if args.metrics_port:
             hosts = host_allow_list(args.metrics_host, limits.allowed_hosts)
-            metrics = uvicorn_config(metrics_app(service, token, hosts), args.metrics_host, args.metrics_port,
-                                     limits, log_level="warning", lifespan="off")  # fmt: skip
-            threading.Thread(target=uvicorn.Server(metrics).run, name="troupe-metrics", daemon=True).start()
+            _serve_metrics(metrics_app(service, token, hosts), args.metrics_host, args.metrics_port, limits)
         app = create_app(service, token, limits, host_allow_list(args.host, limits.allowed_hosts))
         # SIGTERM: requests still waiting get at most 3 s, so the server is gone within 5 s
         uvicorn.Server(uvicorn_config(app, args.host, args.port, limits, log_level="warning",
@@ -249,6 +246,28 @@ def cmd_serve(args: argparse.Namespace) -> int:
     finally:
         service.close()
     return 0
+
+
+def _serve_metrics(app, host: str, port: int, limits) -> None:  # type: ignore[no-untyped-def]
+    """The metrics port in a thread of its own; a port that cannot be bound is an error now."""
+    import socket
+    import threading
+
+    import uvicorn
+
+    from engine.core.errors import TroupeError
+    from engine.server.limits import uvicorn_config
+
+    try:
+        sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+    except OSError as exc:
+        raise TroupeError(
+            f"metrics port {host}:{port}: {exc.strerror or exc} (--metrics-port 0: none)"
+        ) from None
+    server = uvicorn.Server(uvicorn_config(app, host, port, limits, log_level="warning", lifespan="off"))
+    threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name="troupe-metrics", daemon=True
+    ).start()
 
 
 def _alias(text: str) -> tuple[str, str]:

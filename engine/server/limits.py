@@ -124,6 +124,8 @@ class GuardedH11(H11Protocol):
 
     header_timeout_s = 10.0
     max_connections = 256
+    _head_timer: asyncio.TimerHandle | None = None
+    _head_cycle: object = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -133,8 +135,14 @@ class GuardedH11(H11Protocol):
         self._arm()
 
     def _arm(self) -> None:
+        self._disarm()
         self._head_timer = self.loop.call_later(self.header_timeout_s, self._head_timeout)
         self._head_cycle = self.cycle
+
+    def _disarm(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
 
     def _head_timeout(self) -> None:
         if self.cycle is self._head_cycle:  # no new request head since the timer started
@@ -142,19 +150,16 @@ class GuardedH11(H11Protocol):
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
-        if self.cycle is not self._head_cycle:
-            self._head_timer.cancel()
+        if self.cycle is not self._head_cycle:  # a request head arrived
+            self._disarm()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
         if not self.transport.is_closing():
-            self._head_timer.cancel()
-            self._arm()
+            self._arm()  # the next request's head is due within the timeout too
 
     def connection_lost(self, exc: Exception | None) -> None:
-        timer = getattr(self, "_head_timer", None)
-        if timer is not None:
-            timer.cancel()
+        self._disarm()
         super().connection_lost(exc)
 
 

@@ -195,7 +195,10 @@ class SpeechService:
             raise CastError(f"unknown voice {name!r}: not a role, an alias ({known}) or a voice "
                             "(GET /v1/audio/voices lists them)") from None  # fmt: skip
         backend = "kokoro" if voice_id.startswith("kokoro:") else "espeak"
-        return key, Voice(backend=backend, voice_id=voice_id)
+        # NB: one scheduling role (and metric label) per alias or backend, not per voice id:
+        # voice ids and blends are unbounded, the labels must not be
+        label = role_key(name) if target else f"VOICE:{backend.upper()}"
+        return label, Voice(backend=backend, voice_id=voice_id)
 
     def _update(self, key: str, changes: dict[str, Any]) -> Voice:
         if "voice_id" in changes:

@@ -199,6 +199,6 @@ def test_dialogue_turns_come_back_as_one_file_voiced_by_role(live_server: LiveSe
     text = httpx.get(f"{u}/metrics").text
     roles = {s.labels["role"] for f in text_string_to_metric_families(text) for s in f.samples
              if s.name == "troupe_requests_total"}  # fmt: skip
-    assert {"HERO", "ALLOY", "EN-US+M3"} <= roles  # every turn went through the scheduler under its role
+    assert {"HERO", "ALLOY", "VOICE:ESPEAK"} <= roles  # every turn went through the scheduler under its role
     bad = httpx.post(f"{u}/v1/audio/dialogue", json={"turns": [*turns, {"voice": "klingon", "text": "Hi."}]})
     assert bad.status_code == 400 and bad.json()["error"]["param"] == "voice"
