@@ -219,7 +219,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from engine.server import SpeechService, SpeechSettings
     from engine.server.http import create_app, metrics_app
-    from engine.server.limits import ServerLimits, host_allow_list, is_loopback, uvicorn_config
+    from engine.server.limits import (
+        ServerLimits,
+        host_allow_list,
+        is_loopback,
+        serve_in_thread,
+        uvicorn_config,
+    )
 
     token = args.token or os.environ.get("TROUPE_TOKEN") or None
     for host in (args.host, args.metrics_host):
@@ -238,7 +244,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             service.load_script(args.script)
         if args.metrics_port:
             hosts = host_allow_list(args.metrics_host, limits.allowed_hosts)
-            _serve_metrics(metrics_app(service, token, hosts), args.metrics_host, args.metrics_port, limits)
+            serve_in_thread(metrics_app(service, token, hosts), args.metrics_host, args.metrics_port, limits)
         app = create_app(service, token, limits, host_allow_list(args.host, limits.allowed_hosts))
         # SIGTERM: requests still waiting get at most 3 s, so the server is gone within 5 s
         uvicorn.Server(uvicorn_config(app, args.host, args.port, limits, log_level="warning",
@@ -246,28 +252,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     finally:
         service.close()
     return 0
-
-
-def _serve_metrics(app, host: str, port: int, limits) -> None:  # type: ignore[no-untyped-def]
-    """The metrics port in a thread of its own; a port that cannot be bound is an error now."""
-    import socket
-    import threading
-
-    import uvicorn
-
-    from engine.core.errors import TroupeError
-    from engine.server.limits import uvicorn_config
-
-    try:
-        sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
-    except OSError as exc:
-        raise TroupeError(
-            f"metrics port {host}:{port}: {exc.strerror or exc} (--metrics-port 0: none)"
-        ) from None
-    server = uvicorn.Server(uvicorn_config(app, host, port, limits, log_level="warning", lifespan="off"))
-    threading.Thread(
-        target=server.run, kwargs={"sockets": [sock]}, name="troupe-metrics", daemon=True
-    ).start()
 
 
 def _alias(text: str) -> tuple[str, str]:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import secrets
+import socket
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +16,7 @@ import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from engine.core.errors import TroupeError
 from engine.server.errors import BodyTooLarge, error
 
 OPEN_PATHS = ("/healthz", "/readyz")
@@ -170,3 +173,19 @@ def uvicorn_config(app: ASGIApp, host: str, port: int, limits: ServerLimits, **e
     return uvicorn.Config(app, host=host, port=port, http=protocol, timeout_keep_alive=limits.keep_alive_s,
                           limit_concurrency=limits.max_connections + 64,
                           h11_max_incomplete_event_size=16 * 1024, **extra)  # fmt: skip
+
+
+def serve_in_thread(app: ASGIApp, host: str, port: int, limits: ServerLimits) -> uvicorn.Server:
+    """A second server (the metrics port) in a thread of its own. The port is bound here, so
+    one that cannot be bound is a clear error at start, not a thread that quietly ends."""
+    try:
+        sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+    except OSError as exc:
+        raise TroupeError(
+            f"port {host}:{port}: {exc.strerror or exc} (--metrics-port 0: no metrics port)"
+        ) from None
+    server = uvicorn.Server(uvicorn_config(app, host, port, limits, log_level="warning", lifespan="off"))
+    threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name="troupe-metrics", daemon=True
+    ).start()
+    return server
