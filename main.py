@@ -221,36 +221,52 @@ def cmd_gui(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import ipaddress
     import os
 
     import uvicorn
-    from prometheus_client import start_http_server
 
     from engine.server import SpeechService, SpeechSettings
-    from engine.server.http import create_app
+    from engine.server.http import create_app, metrics_app
+    from engine.server.limits import (
+        ServerLimits,
+        host_allow_list,
+        is_loopback,
+        serve_in_thread,
+        uvicorn_config,
+    )
 
     token = args.token or os.environ.get("TROUPE_TOKEN") or None
-    try:
-        loopback = ipaddress.ip_address(args.host).is_loopback
-    except ValueError:
-        loopback = args.host == "localhost"
-    if not loopback and not token:
-        print("troupe serve: binding beyond loopback needs --token (or TROUPE_TOKEN)", file=sys.stderr)
-        return 2
-    settings = SpeechSettings(processes=args.processes, policy=args.policy, scripts_dir=args.scripts_dir)
+    for host in (args.host, args.metrics_host):
+        if not is_loopback(host) and not token:
+            print(f"troupe serve: binding {host} (beyond loopback) needs --token (or TROUPE_TOKEN)",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+    limits = ServerLimits(args.max_body, args.header_timeout, args.keep_alive, args.max_connections,
+                          tuple(args.allowed_host))  # fmt: skip
+    settings = SpeechSettings(processes=args.processes, policy=args.policy, scripts_dir=args.scripts_dir,
+                              voice_aliases=dict(args.voice_alias), max_client_roles=args.max_client_roles,
+                              client_role_idle_s=args.client_role_idle)  # fmt: skip
     service = SpeechService(settings)
     try:
         if args.script:
             service.load_script(args.script)
         if args.metrics_port:
-            start_http_server(args.metrics_port, addr=args.host, registry=service.telemetry.registry)
+            hosts = host_allow_list(args.metrics_host, limits.allowed_hosts)
+            serve_in_thread(metrics_app(service, token, hosts), args.metrics_host, args.metrics_port, limits)
+        app = create_app(service, token, limits, host_allow_list(args.host, limits.allowed_hosts))
         # SIGTERM: requests still waiting get at most 3 s, so the server is gone within 5 s
-        uvicorn.run(create_app(service, token), host=args.host, port=args.port, log_level="warning",
-                    timeout_graceful_shutdown=3)  # fmt: skip
+        uvicorn.Server(uvicorn_config(app, args.host, args.port, limits, log_level="warning",
+                                      timeout_graceful_shutdown=3)).run()  # fmt: skip
     finally:
         service.close()
     return 0
+
+
+def _alias(text: str) -> tuple[str, str]:
+    name, eq, voice = text.partition("=")
+    if not eq or not name.strip() or not voice.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VOICE (e.g. alloy=en-gb+f3), got {text!r}")
+    return name.strip(), voice.strip()
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
@@ -362,6 +378,24 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--port", type=_ranged(int, 1, 65_535, ""), default=8080)
     sv.add_argument("--metrics-port", type=_ranged(int, 0, 65_535, ""), default=9090,
                     help="0: only /metrics on --port")  # fmt: skip
+    sv.add_argument("--metrics-host", default="127.0.0.1",
+                    help="the metrics port's address (beyond loopback: needs --token)")  # fmt: skip
+    sv.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                    help="on loopback, also answer requests whose Host is NAME (repeatable)")  # fmt: skip
+    sv.add_argument("--voice-alias", action="append", type=_alias, default=[], metavar="NAME=VOICE",
+                    help="an OpenAI voice name for a voice, e.g. alloy=en-gb+f3 (repeatable)")  # fmt: skip
+    sv.add_argument("--max-client-roles", type=_ranged(int, 0, 100_000, "roles"), default=64,
+                    help="roles clients may add with PUT /v1/roles (default 64)")  # fmt: skip
+    sv.add_argument("--client-role-idle", type=_ranged(float, 1, 30 * 86_400, "seconds"), default=3600.0,
+                    help="a client-added role unused this long is dropped (default 3600 s)")  # fmt: skip
+    sv.add_argument("--max-body", type=_ranged(int, 1024, 64 << 20, "bytes"), default=64 * 1024,
+                    help="largest request body, chunked or not (default 65536)")  # fmt: skip
+    sv.add_argument("--header-timeout", type=_ranged(float, 0.5, 600, "seconds"), default=10.0,
+                    help="a connection must send its request head within this (default 10 s)")  # fmt: skip
+    sv.add_argument("--keep-alive", type=_ranged(int, 1, 600, "seconds"), default=5,
+                    help="idle keep-alive connections close after this long (default 5 s)")  # fmt: skip
+    sv.add_argument("--max-connections", type=_ranged(int, 1, 100_000, "connections"), default=256,
+                    help="open connections beyond this are closed at once (default 256)")  # fmt: skip
     sv.add_argument("--token", help="bearer token clients must send (or TROUPE_TOKEN)")
     sv.add_argument("--script", type=Path, help="script whose roles are cast at start")
     sv.add_argument("--scripts-dir", type=Path, default=Path("."), help="POST /v1/script reads only here")
