@@ -26,6 +26,7 @@ from engine.audio_io.output import (
     OutputSettings,
     list_output_devices,
     make_output,
+    raise_priority,
 )
 from engine.audio_io.ring import MixRing
 from engine.cast import Cast, load_project, save_project
@@ -107,6 +108,8 @@ class Engine:
         """Exceptions the engine loop survived (each also reported in the banner)."""
         self._thread = threading.Thread(target=self._run, name="troupe-engine", daemon=True)
         self._thread.start()
+        if self._thread.native_id is not None:  # the mixer keeps the ring ahead of the callback
+            raise_priority(self._thread.native_id, fifo=False, nice=-5)
 
     # --- engine thread -------------------------------------------------------------
     def _run(self) -> None:
