@@ -14,6 +14,7 @@ from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ, Voice
 from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
 from engine.synthesis.espeak_lib import EspeakLib
+from engine.synthesis.lexicon import for_espeak, prepare
 from engine.synthesis.text import split_chunks
 
 _VOICE_NAME = re.compile(r"[a-z][a-z]_[a-z0-9]+")
@@ -51,9 +52,11 @@ def _trim_lead(audio: Mono, sample_rate_hz: int) -> Mono:
 
 
 def synthesize_text(text: str, voice: Voice, sample_rate_hz: int = SAMPLE_RATE_HZ) -> Mono:
-    """Voice `text` in this process (serialised by the library lock)."""
+    """Voice `text` in this process (serialised by the library lock), the pronunciation
+    lexicon applied (its IPA as espeak-ng phoneme mnemonics)."""
     lib = EspeakLib.instance()
-    raw = lib.synthesize(text, voice_name(voice), voice.rate_wpm, voice.pitch, voice.pitch_range)
+    said = for_espeak(prepare(text))
+    raw = lib.synthesize(said, voice_name(voice), voice.rate_wpm, voice.pitch, voice.pitch_range)
     audio = raw.astype(np.float32) / 32768.0
     if lib.sample_rate_hz != sample_rate_hz and audio.size:
         audio = soxr.resample(audio, lib.sample_rate_hz, sample_rate_hz, quality="HQ")

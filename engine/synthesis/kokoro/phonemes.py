@@ -33,7 +33,7 @@ AMERICAN = {
 BRITISH = {**_COMMON, "əʊ": "Q", "oʊ": "Q", "eə": "ɛː", "ɾ": "t", "ɜː": "ɜː"}
 _DROP = "\u0361\u035c\u203f\u02d1-\u0329\u030d\u0325\u032f"
 """Tie bars, linking marks, half-length, syllabicity and voicing diacritics."""
-_CLAUSE = re.compile(r"([^.,;:!?…—\"“”()]+)([.,;:!?…—\"“”()]*)")
+_CLAUSE = re.compile(r"([^.,;:!?…—\"“”()]*)([.,;:!?…—\"“”()]*)")
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,8 @@ def clause_phonemes(text: str, voice: str, mapper: Callable[[str], str] = lambda
             pieces.append(lead + mapper(chunk))
             continue
         for words, punct in _CLAUSE.findall(" ".join(chunk.split())):
+            if not words and not punct:
+                continue
             ipa = lib.phonemes(words, voice) if words.strip() else ""
             lead = " " if pieces and (words[:1].isspace() or chunk[:1].isspace() or not pieces[-1]) else ""
             pieces.append(lead + mapper(ipa) + punct.replace("—", " — ").strip())
