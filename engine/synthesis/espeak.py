@@ -26,10 +26,17 @@ def stand_in(voice: Voice) -> Voice:
     """The espeak-ng voice that voices a line cast to another backend when it falls back
     (after failures, or to make its deadline): English, British for a voice whose name says
     so (Kokoro's `b*_name`), else American; female or male as the name's second letter says
-    (Kokoro's `?f_` / `?m_`; the first voice of a blend). The role's rate, pitch, gain and pan
-    stay as cast."""
+    (Kokoro's `?f_` / `?m_`; the first voice of a blend; a Piper voice's known speaker, or
+    the gender its timbre shift moves it to). The role's rate, pitch, gain and pan stay as cast."""
     if voice.backend == "espeak":
         return voice
+    if voice.backend == "piper":  # the voice's gender, unless the role's timbre moved it
+        from engine.synthesis.piper import voice_gender
+
+        gender = voice_gender(voice.voice_id)[:1]
+        gender = "f" if voice.pitch_range >= 60 else "m" if voice.pitch_range <= 40 else gender
+        variant = {"f": "+f3", "m": "+m3"}.get(gender, "")
+        return dataclasses.replace(voice, backend="espeak", voice_id="en-us" + variant)
     found = _VOICE_NAME.search(voice.voice_id.lower())
     name = found.group(0) if found else ""
     language = "en" if name[:1] == "b" else "en-us"  # NB: espeak-ng's "en" is British

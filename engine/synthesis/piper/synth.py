@@ -17,18 +17,12 @@ from engine.core.types import SAMPLE_RATE_HZ, Voice
 from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
 from engine.synthesis.effects import semitones_for, shift_voice
 from engine.synthesis.kokoro.phonemes import clause_phonemes
+from engine.synthesis.piper import voice_gender
 from engine.synthesis.piper.model import PiperConfig, PiperModel
 
 BASE_RATE_WPM = 175
 """A role's rate_wpm at which the voice speaks at its own length_scale."""
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
-KNOWN_GENDERS = {
-    "joe": "male", "ryan": "male", "john": "male", "norman": "male", "bryce": "male", "danny": "male",
-    "kusal": "male", "hfc_male": "male", "alan": "male", "lessac": "female", "amy": "female",
-    "kristin": "female", "kathleen": "female", "ljspeech": "female", "hfc_female": "female",
-    "jenny_dioco": "female", "southern_english_female": "female", "alba": "female", "cori": "female",
-}  # fmt: skip
-"""Dataset name (the middle of `en_US-joe-medium`) -> the speaker's gender, for casting."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +80,7 @@ class PiperSynthesizer:
     def voices(self) -> list[VoiceInfo]:
         out: list[VoiceInfo] = []
         for name, cfg in sorted(self.configs.items()):
-            gender = KNOWN_GENDERS.get(name.split("-")[1] if name.count("-") >= 2 else name, "")
+            gender = voice_gender(name)
             out.append(VoiceInfo("piper", name, name, cfg.language, gender if cfg.num_speakers <= 1 else ""))
             for speaker in sorted(cfg.speakers, key=cfg.speakers.__getitem__):
                 out.append(VoiceInfo("piper", f"{name}#{speaker}", f"{name} ({speaker})", cfg.language))

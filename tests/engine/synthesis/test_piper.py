@@ -145,3 +145,13 @@ def test_missing_voice_file_is_a_clear_error(tmp_path: Path) -> None:
     synth = PiperSynthesizer({"broken": broken})
     with pytest.raises(SynthesisError, match=r"broken\.onnx: cannot load"):
         synth.synthesize([SynthRequest("Hi.", Voice(backend="piper", voice_id="broken"))])
+
+
+def test_espeak_stands_in_with_the_voice_or_role_gender() -> None:
+    from engine.synthesis.espeak import stand_in
+
+    joe = Voice(backend="piper", voice_id=SHIPPED_VOICE, pitch=70, rate_wpm=150)
+    assert stand_in(joe).voice_id == "en-us+m3" and stand_in(joe).pitch == 70
+    woman_on_joe = Voice(backend="piper", voice_id=SHIPPED_VOICE, pitch=80, pitch_range=64)
+    assert stand_in(woman_on_joe).voice_id == "en-us+f3"
+    assert stand_in(Voice(backend="piper", voice_id="xx-unknown")).voice_id == "en-us"
