@@ -16,6 +16,8 @@ log = logging.getLogger("troupe.piper")
 VOICES_ENV = "TROUPE_PIPER_VOICES"
 """Folder of Piper voices: NAME.onnx beside NAME.onnx.json (subfolders are searched too)."""
 SHIPPED_VOICE = "en_US-joe-medium"
+NOISE_ENV = ("TROUPE_PIPER_NOISE_SCALE", "TROUPE_PIPER_NOISE_W")
+"""Override every voice's noise_scale (variation in the voice) and noise_w (in timing); 0 to 2."""
 KNOWN_GENDERS = {
     "joe": "male", "ryan": "male", "john": "male", "norman": "male", "bryce": "male", "danny": "male",
     "kusal": "male", "hfc_male": "male", "alan": "male", "lessac": "female", "amy": "female",
@@ -64,6 +66,21 @@ def available_voices(folder: Path | None = None) -> dict[str, Path]:
     return voices
 
 
+def noise_setting(name: str) -> float | None:
+    """A noise override from the environment (None when unset); a bad value raises
+    `SynthesisError` naming the variable."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 2.0:
+        raise SynthesisError(f"{name}={raw!r}: expected a number from 0 to 2")
+    return value
+
+
 def make_piper(folder: Path | None = None) -> Synthesizer | None:
     """A Piper backend over every voice found, or None when onnxruntime or voices are missing."""
     if importlib.util.find_spec("onnxruntime") is None:
@@ -74,7 +91,8 @@ def make_piper(folder: Path | None = None) -> Synthesizer | None:
             return None
         from engine.synthesis.piper.synth import PiperSynthesizer
 
-        return PiperSynthesizer(voices)
+        noise_scale, noise_w = (noise_setting(name) for name in NOISE_ENV)
+        return PiperSynthesizer(voices, noise_scale=noise_scale, noise_w=noise_w)
     except SynthesisError as exc:
         log.warning("piper: not available (%s)", exc)
         return None

