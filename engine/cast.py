@@ -130,8 +130,9 @@ class Cast:
         cast): the `leads` roles with the most lines get a voice from `natural` (Piper,
         Kokoro) where it has an English one (ties go to the most words), the others espeak-ng,
         each of its guessed gender.
-        Only the script, `keep` and the voices offered decide: nothing else that was open."""
-        cast = cls({r: v for r, v in (keep or {}).items() if r in script.roles})
+        Only the script, `keep` and the voices offered decide: nothing else that was open
+        (the engine passes `keep` only when the same script is opened again)."""
+        cast = cls(dict(keep or {}))
         genders = guess_all(script)
         size = {n: (len(cs), sum(len(c.text.split()) for c in cs))
                 for n in script.roles for cs in [script.cues_for(n)]}  # fmt: skip
