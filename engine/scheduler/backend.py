@@ -135,9 +135,11 @@ def standard_backends(processes: int = 1, neural: bool = True, warm_up: bool = T
     """The embedded espeak-ng voice (in this process, or a pool of `processes`), and Kokoro
     when `neural` and its extra is installed: batched by length bucket, its model loading in
     the background (unless `warm_up` is false: then it loads when first used, or when the
-    owner warms it up), its failed lines falling back to espeak-ng."""
+    owner warms it up), its failed lines falling back to espeak-ng; Piper voices likewise
+    (the shipped one, and any in `TROUPE_PIPER_VOICES`)."""
     from engine.synthesis.espeak import EspeakSynthesizer
     from engine.synthesis.kokoro import make_kokoro, warm_up_in_background
+    from engine.synthesis.piper import make_piper
     from engine.synthesis.pool import EspeakPool
 
     synth: Synthesizer = EspeakPool(processes) if processes > 1 else EspeakSynthesizer()
@@ -147,6 +149,11 @@ def standard_backends(processes: int = 1, neural: bool = True, warm_up: bool = T
         backends["kokoro"] = Backend(kokoro, length_buckets=True)
         if warm_up:
             warm_up_in_background(kokoro)
+    piper = make_piper() if neural else None
+    if piper is not None:
+        backends["piper"] = Backend(piper, length_buckets=True)
+        if warm_up:
+            warm_up_in_background(piper)
     return backends
 
 

@@ -14,6 +14,7 @@ from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ, Voice
 from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
 from engine.synthesis.espeak_lib import EspeakLib
+from engine.synthesis.lexicon import for_espeak, prepare
 from engine.synthesis.text import split_chunks
 
 _VOICE_NAME = re.compile(r"[a-z][a-z]_[a-z0-9]+")
@@ -25,10 +26,17 @@ def stand_in(voice: Voice) -> Voice:
     """The espeak-ng voice that voices a line cast to another backend when it falls back
     (after failures, or to make its deadline): English, British for a voice whose name says
     so (Kokoro's `b*_name`), else American; female or male as the name's second letter says
-    (Kokoro's `?f_` / `?m_`; the first voice of a blend). The role's rate, pitch, gain and pan
-    stay as cast."""
+    (Kokoro's `?f_` / `?m_`; the first voice of a blend; a Piper voice's known speaker, or
+    the gender its timbre shift moves it to). The role's rate, pitch, gain and pan stay as cast."""
     if voice.backend == "espeak":
         return voice
+    if voice.backend == "piper":  # the voice's gender, unless the role's timbre moved it
+        from engine.synthesis.piper import voice_gender
+
+        gender = voice_gender(voice.voice_id)[:1]
+        gender = "f" if voice.pitch_range >= 60 else "m" if voice.pitch_range <= 40 else gender
+        variant = {"f": "+f3", "m": "+m3"}.get(gender, "")
+        return dataclasses.replace(voice, backend="espeak", voice_id="en-us" + variant)
     found = _VOICE_NAME.search(voice.voice_id.lower())
     name = found.group(0) if found else ""
     language = "en" if name[:1] == "b" else "en-us"  # NB: espeak-ng's "en" is British
@@ -51,9 +59,11 @@ def _trim_lead(audio: Mono, sample_rate_hz: int) -> Mono:
 
 
 def synthesize_text(text: str, voice: Voice, sample_rate_hz: int = SAMPLE_RATE_HZ) -> Mono:
-    """Voice `text` in this process (serialised by the library lock)."""
+    """Voice `text` in this process (serialised by the library lock), the pronunciation
+    lexicon applied (its IPA as espeak-ng phoneme mnemonics)."""
     lib = EspeakLib.instance()
-    raw = lib.synthesize(text, voice_name(voice), voice.rate_wpm, voice.pitch, voice.pitch_range)
+    said = for_espeak(prepare(text))
+    raw = lib.synthesize(said, voice_name(voice), voice.rate_wpm, voice.pitch, voice.pitch_range)
     audio = raw.astype(np.float32) / 32768.0
     if lib.sample_rate_hz != sample_rate_hz and audio.size:
         audio = soxr.resample(audio, lib.sample_rate_hz, sample_rate_hz, quality="HQ")

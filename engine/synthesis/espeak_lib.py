@@ -20,6 +20,8 @@ from engine.core.errors import SynthesisError
 _AUDIO_OUTPUT_SYNCHRONOUS = 2
 _CHARS_UTF8 = 1
 _ENDPAUSE = 0x1000
+_PHONEME_INPUT = 0x100
+"""espeakPHONEMES: `[[...]]` in the text is phoneme mnemonics (the lexicon's IPA, converted)."""
 _POS_CHARACTER = 1
 _PARAM_RATE, _PARAM_VOLUME, _PARAM_PITCH, _PARAM_RANGE = 1, 2, 3, 4
 _PHONEMES_IPA = 0x02
@@ -156,6 +158,7 @@ class EspeakLib:
     ) -> NDArray[np.int16]:
         """Synthesize `text` at the library's native rate (int16 mono)."""
         encoded = text.encode("utf-8") + b"\x00"
+        flags = _CHARS_UTF8 | _ENDPAUSE | (_PHONEME_INPUT if "[[" in text else 0)
         with self.lock:
             if self._lib.espeak_SetVoiceByName(voice.encode()) != 0:
                 raise SynthesisError(f"espeak-ng has no voice {voice!r}")
@@ -168,9 +171,7 @@ class EspeakLib:
                 self._lib.espeak_SetParameter(param, int(value), 0)
             self._chunks = []
             buf = ctypes.create_string_buffer(encoded)
-            err = self._lib.espeak_Synth(
-                buf, len(encoded), 0, _POS_CHARACTER, 0, _CHARS_UTF8 | _ENDPAUSE, None, None
-            )
+            err = self._lib.espeak_Synth(buf, len(encoded), 0, _POS_CHARACTER, 0, flags, None, None)
             if err != 0:
                 raise SynthesisError(f"espeak-ng synthesis failed (error {err}) for {text[:40]!r}")
             self._lib.espeak_Synchronize()

@@ -13,6 +13,7 @@ from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ, Voice
 from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
 from engine.synthesis.espeak import espeak_voices, synthesize_text
+from engine.synthesis.lexicon import prepare
 from engine.synthesis.text import split_chunks
 
 WORKER_NICENESS = 5
@@ -47,7 +48,9 @@ class EspeakPool:
         return executor
 
     def submit(self, text: str, voice: Voice) -> Future[Mono]:
-        """Start one synthesis; the future raises `SynthesisError` on failure."""
+        """Start one synthesis; the future raises `SynthesisError` on failure. The lexicon is
+        applied here, where the open project's entries are known (workers know only the user's)."""
+        text = prepare(text)
         try:
             return self._executor.submit(synthesize_text, text, voice, self.sample_rate_hz)
         except (BrokenProcessPool, RuntimeError):

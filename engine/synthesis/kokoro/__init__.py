@@ -37,9 +37,10 @@ def warm_up_in_background(synth: Synthesizer) -> threading.Thread | None:
         try:
             load()
         except SynthesisError as exc:
-            log.warning("kokoro: warm-up failed: %s", exc)
+            log.warning("%s: warm-up failed: %s", name, exc)
 
-    thread = threading.Thread(target=run, name="troupe-kokoro-warmup", daemon=False)
+    name = str(getattr(synth, "name", "model"))
+    thread = threading.Thread(target=run, name=f"troupe-{name}-warmup", daemon=False)
     thread.start()
     return thread
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from engine.synthesis.espeak_lib import EspeakLib
+from engine.synthesis.lexicon import prepare, segments
 from engine.synthesis.text import pack
 
 MAX_TOKENS = 510
@@ -32,7 +33,7 @@ AMERICAN = {
 BRITISH = {**_COMMON, "əʊ": "Q", "oʊ": "Q", "eə": "ɛː", "ɾ": "t", "ɜː": "ɜː"}
 _DROP = "\u0361\u035c\u203f\u02d1-\u0329\u030d\u0325\u032f"
 """Tie bars, linking marks, half-length, syllabicity and voicing diacritics."""
-_CLAUSE = re.compile(r"([^.,;:!?…—\"“”()]+)([.,;:!?…—\"“”()]*)")
+_CLAUSE = re.compile(r"([^.,;:!?…—\"“”()]*)([.,;:!?…—\"“”()]*)")
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,26 @@ def to_kokoro(ipa: str, table: Mapping[str, str]) -> str:
     return "".join(out)
 
 
+def clause_phonemes(text: str, voice: str, mapper: Callable[[str], str] = lambda ipa: ipa) -> str:
+    """espeak-ng's IPA for `text` (read with `voice`) clause by clause, with the clause
+    punctuation kept, through `mapper` (a backend's symbol set); the pronunciation lexicon is
+    applied first and inline IPA (`[word](/ipa/)`) is taken as written."""
+    lib = EspeakLib.instance()
+    pieces: list[str] = []
+    for chunk, is_ipa in segments(prepare(text)):
+        if is_ipa:
+            lead = " " if pieces else ""
+            pieces.append(lead + mapper(chunk))
+            continue
+        for words, punct in _CLAUSE.findall(" ".join(chunk.split())):
+            if not words and not punct:
+                continue
+            ipa = lib.phonemes(words, voice) if words.strip() else ""
+            lead = " " if pieces and (words[:1].isspace() or chunk[:1].isspace() or not pieces[-1]) else ""
+            pieces.append(lead + mapper(ipa) + punct.replace("—", " — ").strip())
+    return " ".join("".join(pieces).split())
+
+
 class Phonemizer:
     """English text to Kokoro phonemes and token ids, clause by clause."""
 
@@ -69,17 +90,10 @@ class Phonemizer:
         self.british = british
         self.voice = "en" if british else "en-us"
         self.table = BRITISH if british else AMERICAN
-        self._lib = EspeakLib.instance()
 
     def phonemes(self, text: str) -> str:
         """Kokoro phonemes with the text's punctuation in place."""
-        pieces: list[str] = []
-        for words, punct in _CLAUSE.findall(" ".join(text.split())):
-            ipa = self._lib.phonemes(words, self.voice) if words.strip() else ""
-            mapped = to_kokoro(ipa, self.table)
-            lead = " " if pieces and words[:1].isspace() else ""
-            pieces.append(lead + mapped + punct.replace("—", " — ").strip())
-        return "".join(pieces).strip()
+        return clause_phonemes(text, self.voice, lambda ipa: to_kokoro(ipa, self.table))
 
     def __call__(self, text: str) -> Phonemized:
         ph = self.phonemes(text)

@@ -1,0 +1,149 @@
+"""Piper voices as a `Synthesizer`: a line's phonemes (espeak-ng IPA, as for Kokoro) cut at
+sentence ends, voiced in batches per voice, resampled to the engine rate, then shifted to the
+role's pitch so several roles can share one voice."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import soxr
+
+from engine.core.errors import SynthesisError
+from engine.core.types import SAMPLE_RATE_HZ, Voice
+from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
+from engine.synthesis.effects import semitones_for, shift_voice
+from engine.synthesis.kokoro.phonemes import clause_phonemes
+from engine.synthesis.piper import voice_gender
+from engine.synthesis.piper.model import PiperConfig, PiperModel
+
+BASE_RATE_WPM = 175
+"""A role's rate_wpm at which the voice speaks at its own length_scale."""
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
+
+
+@dataclass(frozen=True)
+class Part:
+    """One sentence to voice: which voice, its ids, the speaker and the scales."""
+
+    voice: str
+    ids: list[int]
+    speaker: int
+    scales: tuple[float, float, float]
+
+
+def split_voice_id(voice_id: str) -> tuple[str, str]:
+    """`NAME#speaker` -> (NAME, speaker); speaker is '' when absent."""
+    name, _, speaker = voice_id.partition("#")
+    return name.strip(), speaker.strip()
+
+
+class PiperSynthesizer:
+    """Piper voices by name (`en_US-joe-medium`, `NAME#speaker`), each model loaded on first use."""
+
+    name = "piper"
+    sample_rate_hz = SAMPLE_RATE_HZ
+    expected_rtf = 0.3
+    """Before the first line is timed; bench_neural.py measures the real figure."""
+
+    def __init__(self, voices: Mapping[str, Path], noise_scale: float | None = None,
+                 noise_w: float | None = None, max_batch: int = 16,
+                 threads: int | None = None) -> None:  # fmt: skip
+        """`voices`: name -> `.onnx` path (its config beside it as `.onnx.json`);
+        `noise_scale`/`noise_w`: override every voice's own (0 makes synthesis repeatable)."""
+        if not voices:
+            raise SynthesisError("no Piper voices given")
+        self.paths = dict(voices)
+        self.noise_scale = noise_scale
+        self.noise_w = noise_w
+        self.max_batch = max_batch
+        self.threads = threads
+        self.configs = {n: PiperConfig.load(p.with_name(p.name + ".json")) for n, p in self.paths.items()}
+        self._models: dict[str, PiperModel] = {}
+
+    def model(self, name: str) -> PiperModel:
+        if name not in self.paths:
+            have = ", ".join(sorted(self.paths))
+            raise SynthesisError(f"unknown Piper voice {name!r}; have {have}")
+        if name not in self._models:
+            self._models[name] = PiperModel(self.paths[name], self.configs[name], self.threads)
+        return self._models[name]
+
+    def load(self) -> None:
+        """Load the first voice (a warm-up, so the first line does not wait for it)."""
+        first = sorted(self.paths)[0]
+        self.model(first).run([self.configs[first].ids("ə")], (0.0, 1.0, 0.0), [0])
+
+    def voices(self) -> list[VoiceInfo]:
+        out: list[VoiceInfo] = []
+        for name, cfg in sorted(self.configs.items()):
+            gender = voice_gender(name)
+            out.append(VoiceInfo("piper", name, name, cfg.language, gender if cfg.num_speakers <= 1 else ""))
+            for speaker in sorted(cfg.speakers, key=cfg.speakers.__getitem__):
+                out.append(VoiceInfo("piper", f"{name}#{speaker}", f"{name} ({speaker})", cfg.language))
+        return out
+
+    def parts(self, request: SynthRequest) -> list[Part]:
+        """The request's sentences as model input, with the role's speed and the noise scales."""
+        name, speaker = split_voice_id(request.voice.voice_id)
+        model = self.model(name)
+        cfg = model.config
+        sid = cfg.speaker_id(speaker, f"Piper voice {request.voice.voice_id!r}")
+        length = cfg.length_scale * BASE_RATE_WPM / max(1, request.voice.rate_wpm)
+        noise = cfg.noise_scale if self.noise_scale is None else self.noise_scale
+        noise_w = cfg.noise_w if self.noise_w is None else self.noise_w
+        scales = (float(noise), float(min(4.0, max(0.25, length))), float(noise_w))
+        phonemes = clause_phonemes(request.text, cfg.espeak_voice)
+        out = [Part(name, cfg.ids(s), sid, scales) for s in _SENTENCE_END.split(phonemes) if s.strip()]
+        if not out:
+            raise SynthesisError(f"nothing to say in {request.text!r}")
+        return out
+
+    def run_parts(self, parts: Sequence[Part]) -> list[np.ndarray]:
+        """Audio at each voice's rate; parts of one voice and one scale triple in batches."""
+        out: list[np.ndarray] = [np.zeros(0, np.float32)] * len(parts)
+        groups: dict[tuple[str, tuple[float, float, float]], list[int]] = {}
+        for k, p in enumerate(parts):
+            groups.setdefault((p.voice, p.scales), []).append(k)
+        for (voice, scales), idx in groups.items():
+            idx.sort(key=lambda k: len(parts[k].ids))  # alike lengths together: less padding
+            for start in range(0, len(idx), self.max_batch):
+                chunk = idx[start : start + self.max_batch]
+                audio = self.model(voice).run([parts[k].ids for k in chunk], scales,
+                                              [parts[k].speaker for k in chunk])  # fmt: skip
+                for k, a in zip(chunk, audio, strict=True):
+                    out[k] = a
+        return out
+
+    def finish(self, audio: np.ndarray, voice: Voice) -> Mono:
+        """Model audio -> the role's clip: engine rate, the role's pitch (its `pitch`) and
+        timbre (its `pitch_range`: 50 leaves the voice's own; higher sounds smaller)."""
+        rate = self.configs[split_voice_id(voice.voice_id)[0]].sample_rate_hz
+        clip = np.asarray(
+            soxr.resample(audio.astype(np.float32), rate, SAMPLE_RATE_HZ, quality="HQ"), np.float32
+        )
+        return shift_voice(clip, SAMPLE_RATE_HZ, semitones_for(voice.pitch), semitones_for(voice.pitch_range))
+
+    def synthesize(self, batch: Sequence[SynthRequest]) -> list[Mono]:
+        per_request = [self.parts(r) for r in batch]
+        audio = self.run_parts([p for parts in per_request for p in parts])
+        out, k = [], 0
+        for r, parts in zip(batch, per_request, strict=True):
+            pieces = audio[k : k + len(parts)]
+            k += len(parts)
+            out.append(self.finish(np.concatenate(pieces), r.voice))
+        return out
+
+    def stream(self, request: SynthRequest) -> Iterator[Mono]:
+        """The first sentence at once, then the rest in one batch."""
+        parts = self.parts(request)
+        yield self.finish(self.run_parts(parts[:1])[0], request.voice)
+        if len(parts) > 1:
+            yield self.finish(np.concatenate(self.run_parts(parts[1:])), request.voice)
+
+    def close(self) -> None:
+        for m in self._models.values():
+            m.close()

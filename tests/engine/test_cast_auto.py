@@ -1,0 +1,86 @@
+"""Auto-casting: gender from the script and first names, natural voices for the leads, and a
+cast that depends on the script alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.cast import Cast
+from engine.core.types import Role
+from engine.gender import from_first_name, from_pronouns, guess, guess_all
+from engine.script import load_script
+from engine.synthesis.base import VoiceInfo
+
+DEMO = Path(__file__).resolve().parents[2] / "assets" / "demo" / "the_last_broadcast.fountain"
+JOE = VoiceInfo("piper", "en_US-joe-medium", "joe", "en_US", "male")
+_MALE = {"adam", "john", "david", "robert", "max"}
+
+
+def _gender_of(voice_id: str) -> str:
+    variant = voice_id.split("+")[1]
+    return "m" if variant.startswith("m") or variant in _MALE else "f"
+
+
+def test_demo_and_shared_scripts_guess_gender(testdata: Path) -> None:
+    assert guess_all(load_script(DEMO)) == {"IRIS": "f", "OWEN": "m", "CALLER": None, "NARRATOR": None}
+    lighthouse = guess_all(load_script(testdata / "lighthouse.fountain"))
+    assert lighthouse["MARA"] == "f" and lighthouse["TOM"] == "m"
+    radio = guess_all(load_script(testdata / "radio_play.txt"))
+    assert radio["ELSA"] == "f" and radio["PAPA"] == "m" and radio["NARRATOR"] is None
+
+
+def test_names_titles_and_pronouns() -> None:
+    names = (("MIKE", "m"), ("KATE", "f"), ("MATTHEW", "m"), ("IRIS VALE", "f"), ("INTERCOM", None))
+    for name, want in names:
+        assert from_first_name(name) == want, name
+    assert guess(Role("QUEEN", "QUEEN", "f")) == "f"  # a title in the name wins
+    lines = ["The door opens.", "ROBIN (30s) drops her keys on the desk.", "ROBIN's brother waves."]
+    assert from_pronouns("ROBIN", lines) == "f"
+    assert from_pronouns("ROBIN", ["ROBIN hands her the phone; he waits."]) is None  # both: no guess
+    assert guess(Role("SAM", "SAM"), ["SAM (50s) rubs his eyes."]) == "m"
+
+
+def test_espeak_voices_match_the_guessed_gender() -> None:
+    cast = Cast.auto(load_script(DEMO))
+    assert _gender_of(cast["IRIS"].voice_id) == "f"
+    assert _gender_of(cast["OWEN"].voice_id) == "m"
+
+
+def test_leads_get_the_natural_voice_the_rest_espeak() -> None:
+    script = load_script(DEMO)
+    cast = Cast.auto(script, natural=[JOE])
+    natural = {r for r, v in cast.voices.items() if v.backend == "piper"}
+    assert natural == {"IRIS", "CALLER"}  # the most lines (ties: the most words)
+    assert cast["IRIS"].pitch > 60 and cast["IRIS"].pitch_range > 50  # a woman on a male voice
+    assert cast["OWEN"].backend == "espeak" and cast["NARRATOR"].backend == "espeak"
+    three = Cast.auto(script, natural=[JOE], leads=3)
+    shared = [(v.voice_id, v.pitch) for v in three.voices.values() if v.backend == "piper"]
+    assert len(shared) == 3 and len(set(shared)) == 3  # one voice, three distinct characters
+    assert Cast.auto(script, natural=[JOE], leads=0).voices == Cast.auto(script).voices
+    japanese = VoiceInfo("kokoro", "jf_alpha", "jf_alpha", "ja", "female")
+    assert Cast.auto(script, natural=[japanese]).voices == Cast.auto(script).voices
+
+
+def test_cast_depends_on_the_script_and_its_saved_cast(testdata: Path) -> None:
+    demo = load_script(DEMO)
+    fresh = Cast.auto(demo)
+    assert Cast.auto(demo).voices == fresh.voices
+    saved = dict(fresh.voices)
+    saved["IRIS"] = Cast.auto(load_script(testdata / "lighthouse.fountain"))["TOM"]
+    again = Cast.auto(demo, keep=saved)
+    assert again["IRIS"] == saved["IRIS"] and again.voices == saved  # the saved cast wins
+
+
+def test_opening_another_script_never_inherits_its_cast(testdata: Path) -> None:
+    from engine.service import Engine, EngineSettings
+
+    engine = Engine(EngineSettings(neural=False))
+    try:
+        engine.load(testdata / "lighthouse.fountain")
+        engine.load(DEMO)
+        first = dict(engine.cast.voices)
+        engine.load(testdata / "brick_and_steel.fountain")
+        engine.load(DEMO)
+        assert engine.cast.voices == first == Cast.auto(load_script(DEMO)).voices
+    finally:
+        engine.close()
