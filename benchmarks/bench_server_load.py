@@ -79,7 +79,7 @@ def _jobs(scenario: str, n: int, seed: int) -> list[tuple[str, str]]:
 def run(scenario: str, policy: str, n: int, concurrency: int, processes: int, seed: int) -> dict[str, object]:
     port = _free_port()
     proc = subprocess.Popen([sys.executable, str(ROOT / "main.py"), "serve", "--port", str(port),
-                             "--policy", policy, "--processes", str(processes)],
+                             "--metrics-port", "0", "--policy", policy, "--processes", str(processes)],
                             cwd=ROOT)  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:

@@ -20,6 +20,7 @@ from engine.server.errors import ERROR_RESPONSES, error
 from engine.server.limits import Guard, ServerLimits
 from engine.server.openai_api import AUDIO_TYPES, LIVE, Text, router
 from engine.server.speech import MAX_TEXT_CHARS, SPEED_RANGE, SpeechService, role_key
+from engine.synthesis import lexicon
 
 
 def _number(name: str) -> Any:
@@ -37,6 +38,15 @@ class RolePatch(BaseModel):
     pitch: int | None = _number("pitch")
     gain_db: float | None = _number("gain_db")
     pan: float | None = _number("pan")
+
+
+class LexiconBody(BaseModel):
+    """Word -> `/IPA/` or a respelling in plain words."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    lexicon: dict[Annotated[str, Field(max_length=64)], Annotated[str, Field(max_length=256)]] = Field(
+        max_length=2000
+    )
 
 
 class ScriptBody(BaseModel):
@@ -136,6 +146,17 @@ def _roles(app: FastAPI, service: SpeechService) -> None:
         """Add a role (or change one); roles clients add are capped and dropped when idle."""
         changes = body.model_dump(exclude_none=True)
         return {"role": role_key(role), "voice": service.add_role(role, by_client=True, **changes).to_dict()}
+
+    @app.get("/v1/lexicon")
+    async def get_lexicon() -> dict[str, Any]:
+        """The pronunciations in force (the user's, with the server's own winning)."""
+        return {"lexicon": lexicon.current().to_dict()}
+
+    @app.put("/v1/lexicon")
+    async def put_lexicon(body: LexiconBody) -> dict[str, Any]:
+        """Replace the server's lexicon: `{"lexicon": {"Worcester": "/ˈwʊstər/", "Nguyen": "win"}}`."""
+        lexicon.use_project_lexicon(lexicon.Lexicon.from_mapping(body.lexicon, "lexicon"))
+        return {"lexicon": lexicon.current().to_dict()}
 
     @app.post("/v1/script")
     async def load(body: ScriptBody) -> dict[str, Any]:

@@ -15,10 +15,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from engine.cast import Cast
 from engine.core.errors import CastError, Overloaded, ScriptError, SynthesisError, TroupeError
 from engine.core.limits import limit
-from engine.core.types import Role, Script, Voice
+from engine.core.types import SAMPLE_RATE_HZ, Role, Script, Voice
 from engine.metrics import AnomalyDetector
 from engine.scheduler import Request, RequestClass, Scheduler, SchedulerConfig, State
 from engine.scheduler.backend import neural_voice_ids, standard_backends
@@ -27,6 +29,7 @@ from engine.script import load_script
 from engine.script.common import normalise_role
 from engine.server.roles import ClientRoles, aliases
 from engine.server.telemetry import Telemetry
+from engine.synthesis import ssml
 from engine.synthesis.base import Mono
 from engine.synthesis.espeak import espeak_variants, espeak_voices
 from engine.synthesis.text import split_chunks
@@ -261,6 +264,30 @@ class SpeechService:
         if len(text) > MAX_TEXT_CHARS:
             raise TroupeError(f"text is {len(text)} characters; the limit is {MAX_TEXT_CHARS}")
         voice = at_speed(voice or self.voice(role), speed)
+        if ssml.looks_like_ssml(text):
+            return self._submit_ssml(role, text, voice, klass)
+        return self._submit_text(role, text, voice, klass)
+
+    def _submit_ssml(self, role: str, document: str, voice: Voice, klass: RequestClass) -> list[Future[Mono]]:
+        """SSML: each stretch of text in its prosody (rate, pitch, volume), breaks as silence;
+        `SsmlError` (a 400) names the element it cannot read."""
+        futures: list[Future[Mono]] = []
+        try:
+            for part in ssml.parse(document):
+                if isinstance(part, ssml.Pause):
+                    pause: Future[Mono] = Future()
+                    pause.set_result(np.zeros(round(part.seconds * SAMPLE_RATE_HZ), np.float32))
+                    futures.append(pause)
+                else:
+                    prosodic = ssml.voice_for(voice, part.prosody)
+                    futures += self._submit_text(role, part.text, prosodic, klass, part.prosody.volume_db)
+        except TroupeError:
+            cancel(futures)
+            raise
+        return futures
+
+    def _submit_text(self, role: str, text: str, voice: Voice, klass: RequestClass,
+                     gain_db: float = 0.0) -> list[Future[Mono]]:  # fmt: skip
         now = self.clock()
         futures: list[Future[Mono]] = []
         chunks = split_chunks(text) or [text]
@@ -270,7 +297,7 @@ class SpeechService:
                 fut: Future[Mono] = Future()
                 r = Request(role_key(role), chunk, voice, now + self.settings.budget_s * (k + 1), klass,
                             chunk=k, n_chunks=len(chunks), give_up_s=give_up)  # fmt: skip
-                r.on_done = functools.partial(self._done, fut=fut)
+                r.on_done = functools.partial(self._done, fut=fut, gain_db=gain_db)
                 fut.add_done_callback(functools.partial(self._withdraw, r=r))
                 self.scheduler.submit(r)
                 futures.append(fut)
@@ -285,11 +312,12 @@ class SpeechService:
         if fut.cancelled():
             self.scheduler.cancel_requests([r])
 
-    def _done(self, r: Request, fut: Future[Mono]) -> None:
+    def _done(self, r: Request, fut: Future[Mono], gain_db: float = 0.0) -> None:
         self.telemetry.observe_request(r)
         try:
             if r.state is State.DONE and r.audio is not None:
-                fut.set_result(r.audio)
+                gain = 10 ** (gain_db / 20)
+                fut.set_result(r.audio if gain_db == 0.0 else (r.audio * gain).astype(np.float32))
             elif r.state is State.SHED:
                 message = f"too busy to voice this line for {r.role} in time; it was shed"
                 fut.set_exception(Overloaded(message, retry_after_s=self.settings.budget_s))

@@ -12,6 +12,8 @@ from conftest import LiveServer
 from hypothesis import HealthCheck, given, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
+from engine.synthesis import lexicon
+
 EXAMPLES_PER_OPERATION = 25
 
 
@@ -22,6 +24,13 @@ def test_no_input_makes_a_server_error(live_server: LiveServer) -> None:
     operations = [result.ok() for result in schema.get_all_operations()]
     assert {op.path for op in operations} >= {"/tts", "/v1/audio/speech", "/v1/roles/{role}", "/v1/script",
                                               "/v1/models", "/v1/models/{model_id}"}  # fmt: skip
+    try:
+        _fuzz(operations)
+    finally:
+        lexicon.use_project_lexicon(lexicon.Lexicon())  # random words must not respell later tests
+
+
+def _fuzz(operations) -> None:  # type: ignore[no-untyped-def]
     for operation in operations:
 
         @given(case=operation.as_strategy())

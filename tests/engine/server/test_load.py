@@ -138,8 +138,8 @@ def _free_port() -> int:
 def test_sigterm_stops_the_server_within_five_seconds_with_clients_waiting() -> None:
     port = _free_port()
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, str(ROOT / "main.py"), "serve", "--port", str(port)],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    cmd = [sys.executable, str(ROOT / "main.py"), "serve", "--port", str(port), "--metrics-port", "0"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         url = f"http://127.0.0.1:{port}"
         assert _wait_for(lambda: _answers(url), 60), "server did not start"
