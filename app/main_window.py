@@ -5,6 +5,7 @@ cast panel, ad-lib box, transport and export. It reaches the engine only through
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Callable
 from dataclasses import replace
@@ -479,10 +480,26 @@ def run_gui(args: argparse.Namespace) -> int:
     window = MainWindow(engine)
     window.open_script(getattr(args, "gui_script", None) or DEMO)
     window.show()
+    _quit_on_signals(app)
     code = _smoke(app, window) if getattr(args, "smoke", False) else app.exec()
     window.close()
     engine.close()
     return code
+
+
+def _quit_on_signals(app: QApplication) -> None:
+    """Ctrl+C, SIGTERM and SIGHUP close the window as its close button does (the engine
+    and its child processes close with it). Qt's loop runs no Python, so a timer lets
+    Python's signal handlers run."""
+
+    def quit_(_signum: int, _frame: object) -> None:
+        app.quit()
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, quit_)
+    timer = QTimer(app)
+    timer.timeout.connect(lambda: None)
+    timer.start(200)
 
 
 def _smoke(app: QApplication, window: MainWindow) -> int:

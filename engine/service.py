@@ -20,13 +20,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from engine.audio_io.output import (
-    AudioOutput,
-    AudioProcess,
-    OutputSettings,
-    list_output_devices,
-    make_output,
-)
+from engine.audio_io.guard import OutputGuard
+from engine.audio_io.output import AudioOutput, AudioProcess, OutputSettings, list_output_devices
 from engine.audio_io.ring import MixRing
 from engine.cast import Cast, load_project, save_project
 from engine.core.clock import Clock, monotonic
@@ -82,7 +77,8 @@ class Engine:
         self.script: Script | None = None
         self.cast = Cast()
         self.show: Show | None = None
-        self.output: AudioOutput | AudioProcess | None = None
+        self.guard = OutputGuard(self.ring, self._say, clock)
+        """The output stream, watched and reopened after a fault (see `output`)."""
         self.project_path: Path | None = None
         self.edits: dict[int, str] = {}
         self.messages: queue.SimpleQueue[str] = queue.SimpleQueue()
@@ -128,6 +124,7 @@ class Engine:
             pass
         if self.show is not None:
             self.show.tick()
+        self.guard.poll()
         if self.output is not None:
             self.output.sync_controls()
         self._record()
@@ -239,9 +236,21 @@ class Engine:
         self.history = np.zeros((len(script.roles), HISTORY_COLUMNS), np.float32)
         self._snapshot = self._build_snapshot()
 
+    def _say(self, message: str) -> None:
+        self.messages.put(message)
+
+    @property
+    def output(self) -> AudioOutput | AudioProcess | None:
+        return self.guard.output  # NB: one reference read
+
     @property
     def output_open(self) -> bool:
-        return self.output is not None  # NB: one reference read
+        return self.output is not None
+
+    @property
+    def output_lost(self) -> str:
+        """Why the output was lost while Troupe reopens it ('' when it plays or is closed)."""
+        return self.guard.lost
 
     @property
     def block_frames(self) -> int:
@@ -254,9 +263,7 @@ class Engine:
     def begin_open_output(self) -> Future[None]:
         def open_() -> None:
             if self.output is None:
-                out = make_output(self.ring, self.settings.output, self.settings.audio_process)
-                out.start()
-                self.output = out
+                self.guard.open(self.settings.output, self.settings.audio_process)
 
         return self.submit(open_)
 
@@ -264,9 +271,7 @@ class Engine:
         wait(self.submit(self._close_output), 30)
 
     def _close_output(self) -> None:
-        if self.output is not None:
-            self.output.stop()
-            self.output = None
+        self.guard.close()
 
     def set_device(self, device: str | int | None) -> None:
         wait(self.begin_set_device(device), 60)
@@ -275,13 +280,11 @@ class Engine:
         """Switch the output device (reopened at once if it was open)."""
 
         def switch() -> None:
-            was_open = self.output is not None
+            was_open = self.output is not None or bool(self.guard.lost)
             self._close_output()
             self.settings = replace(self.settings, output=replace(self.settings.output, device=device))
             if was_open:
-                out = make_output(self.ring, self.settings.output, self.settings.audio_process)
-                out.start()
-                self.output = out
+                self.guard.open(self.settings.output, self.settings.audio_process)
 
         return self.submit(switch)
 
@@ -483,12 +486,12 @@ class Engine:
         return render_script(script, cast, out, synth, stems, self.settings.pacing, edits, progress, cancel)
 
     def close(self) -> None:
-        if self.output is not None:
-            with contextlib.suppress(TroupeError):
-                self.close_output()
+        with contextlib.suppress(TroupeError):
+            wait(self.submit(self._close_output), 5)
         self._stop.set()
         self._wake.set()
         self._thread.join(10)
+        self.guard.close()  # NB: if the engine thread did not answer
         for thread in self._warm_ups.values():
             thread.join()  # a model still loading must not outlive the interpreter
         if self.show is not None:
