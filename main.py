@@ -142,6 +142,9 @@ def _interrupt(signum: int, _frame: object) -> None:
 def _stop_on_signals() -> None:
     """SIGTERM and SIGHUP (a closed terminal, a service manager) end a show as Ctrl+C does:
     the engine closes, its children go with it and the summary is printed."""
+    from engine.core.process import start_resource_tracker
+
+    start_resource_tracker()
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _interrupt)
 

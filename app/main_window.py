@@ -43,6 +43,7 @@ from app.pending import Pending
 from app.session import Session
 from app.timeline import TimelineWidget
 from engine.core.errors import TroupeError
+from engine.core.process import start_resource_tracker
 from engine.core.types import Script
 from engine.render import RenderResult
 from engine.service import Engine, EngineSettings, EngineSnapshot
@@ -470,6 +471,7 @@ def run_gui(args: argparse.Namespace) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Troupe")
     app.setOrganizationName("Troupe")
+    start_resource_tracker()  # before the engine's children: see `_quit_on_signals`
     settings = EngineSettings(
         processes=getattr(args, "processes", 1) or 1,
         audio_process=not getattr(args, "in_process_audio", False),

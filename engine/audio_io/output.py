@@ -14,7 +14,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from typing import Any
 
 import numpy as np
@@ -190,7 +190,8 @@ _ABANDONED: list[Any] = []
 
 def _audio_main(ring_name: str, settings: OutputSettings, conn: Connection, parent_pid: int) -> None:
     die_with_parent(parent_pid)  # never plays on (or keeps the ring) after the engine is gone
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the engine's to handle
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # a closed terminal's hang-up and Ctrl+C
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # are the engine's to handle
     ring = MixRing.attach(ring_name)
     out = AudioOutput(ring, settings)
     try:
@@ -272,6 +273,8 @@ class AudioProcess:
         if not self._proc.is_alive():
             return f"the audio process ended (exit code {self._proc.exitcode})"
         if self._started and self._watch.stalled():
+            if wait([self._proc.sentinel], 0.05):  # a child dying this moment says why
+                return f"the audio process ended (exit code {self._proc.exitcode})"
             return "the audio device stopped playing"
         return None
 

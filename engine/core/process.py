@@ -36,3 +36,17 @@ def alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker now, deaf to SIGHUP (call on the main thread,
+    before any child or shared memory). A closed terminal sends SIGHUP to the whole process
+    group; the tracker ignores SIGINT and SIGTERM itself but would die of SIGHUP, and the
+    engine handles that signal by closing, which unregisters its segments with the tracker."""
+    from multiprocessing import resource_tracker
+
+    old = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # NB: inherited across exec
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        signal.signal(signal.SIGHUP, old)

@@ -43,7 +43,8 @@ def _warm(niceness: int = WORKER_NICENESS) -> None:
 def _worker_main(conn: Connection, parent_pid: int, niceness: int) -> None:
     """A worker process: voice each (text, voice, rate) received, send back the audio."""
     die_with_parent(parent_pid)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the parent's to handle
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # a closed terminal's hang-up and Ctrl+C
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # are the parent's to handle
     _warm(niceness)
     while True:
         try:
