@@ -273,7 +273,7 @@ class AudioProcess:
         if not self._proc.is_alive():
             return f"the audio process ended (exit code {self._proc.exitcode})"
         if self._started and self._watch.stalled():
-            if wait([self._proc.sentinel], 0.05):  # a child dying this moment says why
+            if wait([self._proc.sentinel], 0.02):  # a child dying this moment says why
                 return f"the audio process ended (exit code {self._proc.exitcode})"
             return "the audio device stopped playing"
         return None

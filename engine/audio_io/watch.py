@@ -6,7 +6,7 @@ import time
 
 from engine.audio_io.ring import MixRing
 
-STALL_S = 0.15
+STALL_S = 0.12
 """No callback for this long means the device or its server is gone (JACK calls back every
 few milliseconds; the engine notices within STALL_S plus one engine turn, under 200 ms)."""
 
