@@ -20,7 +20,7 @@ import numpy as np
 from engine.audio_io.ring import MixRing
 from engine.cast import Cast
 from engine.core.clock import Clock, monotonic
-from engine.core.errors import TroupeError
+from engine.core.errors import QueueFull, TroupeError
 from engine.core.types import Script, Voice
 from engine.mixer import Clip, MixControls, Mixer, Pacing
 from engine.scheduler import Request, RequestClass, Scheduler, State
@@ -170,9 +170,12 @@ class Show:
                     self._set_state(t, CueState.READY)
                 continue
             klass = RequestClass.SCRIPTED if start - self.write_s < self.prefetch_s else RequestClass.PREFETCH
-            self._submit(t, klass)
+            if not self._submit(t, klass):
+                return  # the queue is full: the rest waits for the next turn
 
-    def _submit(self, t: CueTrack, klass: RequestClass) -> None:
+    def _submit(self, t: CueTrack, klass: RequestClass) -> bool:
+        """Queue every chunk of `t`; False (nothing queued) when the queue is full: the
+        engine thread never waits for room, and the line is asked for again next turn."""
         voice = self.cast[t.cue.role]
         gen = t.generation
         t.audio = [None] * len(t.chunks)
@@ -180,8 +183,15 @@ class Show:
         for k, (text, deadline) in enumerate(zip(t.chunks, self._chunk_deadlines(t), strict=True)):
             r = Request(t.cue.role, text, voice, deadline, klass, t.cue.index, k, len(t.chunks))
             r.on_done = lambda req, track=t, g=gen: self._on_done(track, g, req)
-            t.requests.append(self.scheduler.submit(r, timeout_s=0.5))
+            try:
+                t.requests.append(self.scheduler.submit(r, timeout_s=0.0))
+            except QueueFull:
+                self.scheduler.cancel_requests(t.requests)
+                t.requests, t.audio = [], []
+                self.stats.queue_full += 1
+                return False
         self._set_state(t, CueState.QUEUED)
+        return True
 
     def _on_done(self, t: CueTrack, generation: int, r: Request) -> None:
         if self.on_request_done is not None:

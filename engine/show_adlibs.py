@@ -51,7 +51,7 @@ class Adlibs:
         r = Request(role, text, voice, show.deadline(show.write_s), RequestClass.ADLIB, index)
         r.on_done = lambda req: self._voiced(t, req)
         t.audio, t.requests, t.state = [None], [r], CueState.QUEUED
-        show.scheduler.submit(r, timeout_s=0.5)  # raises QueueFull before anything is added
+        show.scheduler.submit(r, timeout_s=0.0)  # QueueFull at once: the engine thread never waits
         self.tracks.append(t)
         show.stats.adlibs.append(r)
         return r

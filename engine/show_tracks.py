@@ -116,6 +116,8 @@ class ShowStats:
     """Lines placed after their planned start (a deadline miss at the show level)."""
     failed: dict[int, str] = field(default_factory=dict)
     late_ms: list[float] = field(default_factory=list)
+    queue_full: int = 0
+    """Turns on which a line found the synthesis queue full (asked for again next turn)."""
     adlibs: list[Request] = field(default_factory=list)
 
 
