@@ -15,6 +15,9 @@ from engine.core.errors import AudioDeviceError
 
 FIRST_RETRY_S = 0.5
 MAX_RETRY_S = 5.0
+GIVE_UP_S = 1.0
+"""Callbacks stopped this long: the stream is given up and reopened. A shorter stall (an
+overloaded machine) is reported, and reported over once callbacks come back."""
 
 
 class OutputGuard:
@@ -33,6 +36,7 @@ class OutputGuard:
         self.reopened = 0
         self._pending: AudioOutput | AudioProcess | None = None
         self._next_try = 0.0
+        self._lost_at = 0.0
         self._backoff = FIRST_RETRY_S
         self._settings = OutputSettings()
         self._audio_process = True
@@ -58,8 +62,19 @@ class OutputGuard:
         now = self.clock()
         if self.output is not None:
             fault = self.output.fault()
-            if fault is not None:
-                self._lose(fault, now)
+            if fault is None:
+                if self.lost:  # a stall that passed: the same stream plays on
+                    self.lost = ""
+                    self.say("audio output is back: the show goes on from where it was")
+                return
+            if not self.lost:
+                self.losses += 1
+                self._lost_at = now
+                self.lost = fault.reason
+                self.say(f"audio output lost: {fault.reason}. The show is held where it was; Troupe "
+                         "reopens the output as soon as the device is back")  # fmt: skip
+            if fault.final or now - self._lost_at >= GIVE_UP_S:
+                self._give_up(now)
             return
         if not self.lost:
             return
@@ -79,17 +94,14 @@ class OutputGuard:
             self.reopened += 1
             self.say("audio output is back: the show goes on from where it was")
 
-    def _lose(self, fault: str, now: float) -> None:
+    def _give_up(self, now: float) -> None:
+        """Drop the stream without waiting on it; reopening starts after a back-off."""
         assert self.output is not None
         self.output.abandon()
         self.output = None
         forget_portaudio()
-        self.lost = fault
-        self.losses += 1
         self._backoff = FIRST_RETRY_S
         self._next_try = now + FIRST_RETRY_S
-        self.say(f"audio output lost: {fault}. The show is held where it was; Troupe reopens the "
-                 "output (in its own audio process) as soon as the device is back")  # fmt: skip
 
     def _try_reopen(self) -> None:
         # NB: always in the audio process: PortAudio here may hold a dead server's client

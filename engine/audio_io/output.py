@@ -15,7 +15,7 @@ import threading
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import sounddevice as sd
@@ -37,6 +37,14 @@ class OutputSettings:
     block_frames: int = 256
     sample_rate_hz: int = 48_000
     latency: str | float = "low"
+
+
+class Fault(NamedTuple):
+    """Why an output stopped playing; `final` when it cannot come back by itself (a dead
+    process, a stopped stream), not when callbacks merely stopped (a stall may pass)."""
+
+    reason: str
+    final: bool
 
 
 def list_output_devices() -> list[dict[str, Any]]:
@@ -147,14 +155,14 @@ class AudioOutput:
     def active(self) -> bool:
         return self._stream is not None and self._stream.active
 
-    def fault(self) -> str | None:
+    def fault(self) -> Fault | None:
         """Why the stream no longer plays (no callback lately, or stopped), or None."""
         if self._stream is None:
             return None
         if self._watch.stalled():  # NB: first: asking PortAudio may block while its server dies
-            return "the audio device stopped playing"
+            return Fault("the audio device stopped playing", final=False)
         if not self._stream.active:
-            return "the audio stream stopped"
+            return Fault("the audio stream stopped", final=True)
         return None
 
     def stop(self) -> None:
@@ -268,14 +276,14 @@ class AudioProcess:
     def pid(self) -> int | None:
         return self._proc.pid
 
-    def fault(self) -> str | None:
+    def fault(self) -> Fault | None:
         """Why the output no longer plays (the child died, or its stream stopped), or None."""
         if not self._proc.is_alive():
-            return f"the audio process ended (exit code {self._proc.exitcode})"
+            return Fault(f"the audio process ended (exit code {self._proc.exitcode})", final=True)
         if self._started and self._watch.stalled():
             if wait([self._proc.sentinel], 0.02):  # a child dying this moment says why
-                return f"the audio process ended (exit code {self._proc.exitcode})"
-            return "the audio device stopped playing"
+                return Fault(f"the audio process ended (exit code {self._proc.exitcode})", final=True)
+            return Fault("the audio device stopped playing", final=False)
         return None
 
     def sync_controls(self) -> None:
