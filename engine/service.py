@@ -26,6 +26,7 @@ from engine.audio_io.ring import MixRing
 from engine.cast import Cast, load_project, save_project
 from engine.core.clock import Clock, monotonic
 from engine.core.errors import EngineBusy, TroupeError
+from engine.core.process import steady_heap
 from engine.core.types import Script
 from engine.metrics import AnomalyDetector, Rolling
 from engine.mixer import Pacing
@@ -70,6 +71,7 @@ class Engine:
     def __init__(self, settings: EngineSettings | None = None, clock: Clock = monotonic) -> None:
         self.settings = settings or EngineSettings()
         self.clock = clock
+        steady_heap()
         self.ring = MixRing(self.settings.ring_frames)
         # Neural models load when a role is first cast to them (see `_warm_up`), not at start.
         backends = standard_backends(self.settings.processes, self.settings.neural, warm_up=False)

@@ -103,10 +103,14 @@ class AudioOutput:
         self._control_seq = ring.control_seq
         self._stream: sd.OutputStream | None = None
         self._watch = StallWatch(ring)
+        self._detached = False
 
     def _callback(self, outdata: NDArray[np.float32], frames: int, t: Any, status: Any) -> None:
         t0 = time.perf_counter_ns()
         ring = self.ring
+        if self._detached:  # given up or closing: this stream no longer touches the ring
+            outdata.fill(0.0)
+            return
         try:
             if status.output_underflow:
                 ring.count_xrun()  # PortAudio says the device ran dry: an audible glitch
@@ -166,11 +170,12 @@ class AudioOutput:
         return None
 
     def stop(self) -> None:
-        """Stop and close the stream; one that does not stop within a second (a device that
-        vanished) is left to a background thread: the engine never waits on it."""
+        """Stop and close the stream; one that does not stop within 5 s is left to a
+        background thread (a device that vanished is `abandon`ed, never stopped)."""
         stream, self._stream = self._stream, None
         if stream is None:
             return
+        self._detached = True
         done = threading.Event()
 
         def close() -> None:
@@ -180,12 +185,13 @@ class AudioOutput:
             done.set()
 
         threading.Thread(target=close, name="troupe-stream-close", daemon=True).start()
-        done.wait(1.0)
+        done.wait(5.0)
         self.ring.set_consumer_attached(False)
 
     def abandon(self) -> None:
         """Drop a stream whose device is gone without touching it (stopping or closing it
         would abort inside PortAudio's JACK host API); it is kept referenced until exit."""
+        self._detached = True
         if self._stream is not None:
             _ABANDONED.append(self._stream)
             self._stream = None
