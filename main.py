@@ -24,16 +24,17 @@ DEMO = Path(__file__).resolve().parent / "assets" / "demo" / "the_last_broadcast
 
 
 def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from engine.cast import Cast, load_project
+    from engine.cast import Cast
+    from engine.project import read_project
     from engine.script import load_script
 
     edits: dict[int, str] = {}
     keep = None
     script_path = args.script or DEMO
     if args.project:
-        saved_script, saved, edits = load_project(args.project)
-        keep = saved.voices
-        script_path = args.script or Path(saved_script)
+        project = read_project(args.project)
+        keep, edits = project.cast.voices, project.edits
+        script_path = args.script or project.script
     script = load_script(script_path)
     return script, Cast.auto(script, keep), edits
 

@@ -23,18 +23,20 @@ import numpy as np
 from engine.audio_io.guard import OutputGuard
 from engine.audio_io.output import AudioOutput, AudioProcess, OutputSettings, list_output_devices
 from engine.audio_io.ring import MixRing
-from engine.cast import Cast, load_project, save_project
+from engine.cast import Cast, save_project
 from engine.core.clock import Clock, monotonic
 from engine.core.errors import EngineBusy, TroupeError
 from engine.core.process import steady_heap
 from engine.core.types import Script
 from engine.metrics import AnomalyDetector, Rolling
 from engine.mixer import Pacing
+from engine.project import read_project
 from engine.render import Progress, RenderResult, render_script
 from engine.scheduler import Request, Scheduler, SchedulerConfig, State
 from engine.scheduler.backend import neural_voice_ids, standard_backends
 from engine.script import load_script
 from engine.script.common import normalise_role
+from engine.script.limits import MAX_LINE_CHARS
 from engine.show import Show
 from engine.snapshot import HISTORY_COLUMNS, CueView, EngineSnapshot, Figures, build_snapshot
 from engine.synthesis.espeak import EspeakSynthesizer, espeak_variants, espeak_voices
@@ -402,6 +404,8 @@ class Engine:
         text = text.strip()
         if not text:
             raise TroupeError(f"cue {index + 1}: a line cannot be empty")
+        if len(text) > MAX_LINE_CHARS:
+            raise TroupeError(f"cue {index + 1}: a line is limited to {MAX_LINE_CHARS:,} characters")
 
         def edit() -> None:
             self.edits[index] = text
@@ -467,11 +471,11 @@ class Engine:
 
     def begin_open_project(self, path: str | Path) -> Future[Script]:
         """`open_project` without waiting (files read here; errors raised at once)."""
-        script_path, cast, edits = load_project(path)
-        script = load_script(script_path)
+        project = read_project(path)
+        script = load_script(project.script)
 
         def swap() -> Script:
-            self._install(script, Cast.auto(script, cast.voices), edits)
+            self._install(script, Cast.auto(script, project.cast.voices), project.edits)
             self.project_path = Path(path)
             return script
 
