@@ -40,6 +40,7 @@ from app.heatmap import HeatmapWidget
 from app.jobs import RenderJob
 from app.monitor import LatencyMonitor
 from app.pending import Pending
+from app.recovery import RecoveryOffer
 from app.session import Session
 from app.timeline import TimelineWidget
 from engine.core.errors import TroupeError
@@ -73,6 +74,7 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.resize(1500, 920)
         self.banner = Banner()
+        self.recovery = RecoveryOffer()
         self.cue_model = CueTableModel(on_edit=self._edit_line)
         self.cues = QTableView()
         self.cues.setModel(self.cue_model)
@@ -110,7 +112,7 @@ class MainWindow(QMainWindow):
         self.bridge.message_posted.connect(self.banner.show_message)
         self.bridge.start()
         self.session.restore_window(self)
-        self.session.start(self.banner, self._recover)
+        self.session.start(self.recovery, self._recover)
 
     # --- layout ---------------------------------------------------------------------
     def _build_layout(self) -> None:
@@ -133,6 +135,7 @@ class MainWindow(QMainWindow):
         central = QWidget()
         cv = QVBoxLayout(central)
         cv.setContentsMargins(4, 4, 4, 4)
+        cv.addWidget(self.recovery)
         cv.addWidget(self.banner)
         cv.addWidget(split, 1)
         self.setCentralWidget(central)
@@ -293,8 +296,25 @@ class MainWindow(QMainWindow):
                            lambda _: self.statusBar().showMessage(f"saved {path}", 5000))  # fmt: skip
 
     def _recover(self, path: Path) -> None:
-        if self.open_project(path):
-            self.banner.show_message("recovered the cast and edits of the session that did not close")
+        """Open a recovery file; Save then goes to the crashed session's own project file
+        (or asks where, if it had none), never into the recovery file."""
+        origin = self.session.origin(path)
+        try:
+            future = self.engine.begin_open_project(path)
+        except TroupeError as exc:
+            self.banner.show_message(str(exc))
+            return
+
+        def opened(_script: Script) -> None:
+            self.engine.submit(lambda: setattr(self.engine, "project_path", origin))
+            self.session.discard(path)
+            self.bridge.poll()
+            where = f"Save goes to {origin}" if origin else "Save asks where to save it"
+            self.banner.show_message(
+                f"recovered the cast and edits of the session that did not close; {where}"
+            )
+
+        self.pending.watch(future, "recovering", self.banner.show_message, opened)
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
         urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
