@@ -95,7 +95,8 @@ class EngineSnapshot:
     """(show time s, latency ms, missed) of recent lines, for the rolling plot."""
     cue_stack: bool = False
     status: str = "stopped"
-    """'stopped' (at the top), 'playing', 'paused', 'waiting for GO' (cue-stack mode) or 'ended'."""
+    """'stopped' (at the top), 'playing', 'paused', 'waiting for GO' (cue-stack mode), 'ended',
+    or 'audio lost' (playing, while Troupe reopens a lost output)."""
 
 
 class SnapshotSource(Protocol):
@@ -153,8 +154,18 @@ def build_snapshot(engine: SnapshotSource, version: int) -> EngineSnapshot:
         voices={r: engine.cast[r] for r in engine.script.roles},
         scenes=tuple(s.heading for s in engine.script.scenes), priorities=engine.history.copy(),
         figures=figures, latency_points=points[-400:], cue_stack=show.cue_stack,
-        status=show.status if engine.output_open or show.status != "playing" else "paused",
+        status=_status(show.status, engine.output_open, engine.output_lost),
     )  # fmt: skip
+
+
+def _status(status: str, output_open: bool, output_lost: str) -> str:
+    """The show's status as the director reads it: a playing show with no output is
+    'audio lost' while Troupe reopens the device, else 'paused'."""
+    if status != "playing":
+        return status
+    if output_lost:
+        return "audio lost"
+    return status if output_open else "paused"
 
 
 def _cue_view(show: Show, t: CueTrack) -> CueView:

@@ -77,6 +77,7 @@ def main(server: str, mode: str, fault: str) -> dict[str, object]:
         time.sleep(0.1)  # two snapshots later
         out["head_at_loss"] = engine.snapshot().playhead_s
         out["output_lost"] = engine.snapshot().output_lost
+        out["status_lost"] = engine.snapshot().status
         if fault == "jackd":
             time.sleep(1.0)
             out["head_held"] = engine.snapshot().playhead_s

@@ -32,7 +32,7 @@ def _run(mode: str, fault: str) -> dict[str, object]:
 def _check(seen: dict[str, object], cause: str) -> None:
     assert str(seen["lost"]).startswith("audio output lost:") and cause in str(seen["lost"])
     assert float(seen["detect_s"]) < 1.0  # type: ignore[arg-type]  # 200 ms on an idle machine
-    assert seen["output_lost"]
+    assert seen["output_lost"] and seen["status_lost"] == "audio lost"
     held, at_loss = float(seen["head_held"]), float(seen["head_at_loss"])  # type: ignore[arg-type]
     assert held == at_loss  # the show's clock holds while nothing plays
     assert abs(float(seen["head_at_back"]) - at_loss) < 0.15  # type: ignore[arg-type]
