@@ -47,6 +47,11 @@ def _synth(processes: int, cast: Cast | None = None):  # type: ignore[no-untyped
     from engine.synthesis.router import Router
 
     espeak = EspeakPool(processes, niceness=0) if processes > 1 else EspeakSynthesizer()
+    if isinstance(espeak, EspeakPool):
+        from engine.core.types import Voice
+
+        for _ in range(processes):  # the workers start now, while the script is read and checked
+            espeak.submit("a", Voice())
     synths = {"espeak": espeak}
     if cast is not None and any(v.backend == "kokoro" for v in cast.voices.values()):
         from engine.synthesis.kokoro import make_kokoro
@@ -84,29 +89,32 @@ def cmd_render(args: argparse.Namespace) -> int:
     from engine.mixer import Pacing
     from engine.render import StemOptions, render_script
 
-    script, cast, edits = _load(args)
-    stems = StemOptions(args.stem_mode, args.stem_format, args.sample_format)
-    loudness = None
-    if args.loudness:
-        from engine.export.loudness import parse_target
-
-        loudness = parse_target(args.loudness)
-    if args.stems and args.stem_mode == "roles" and len(script.roles) > 16:
-        print(f"troupe: {len(script.roles)} roles: each stem is as long as the show, so encoding them takes "
-              "a while; --stem-mode clips writes one file per line instead", file=sys.stderr)  # fmt: skip
-    bar = _render_progress()
-    synth = _synth(args.processes, cast)
-    t0 = time.perf_counter()
+    synths = [_synth(args.processes)]  # first: its workers start while the script loads
     try:
+        script, cast, edits = _load(args)
+        if any(v.backend == "kokoro" for v in cast.voices.values()):
+            synths.append(_synth(args.processes, cast))
+        stems = StemOptions(args.stem_mode, args.stem_format, args.sample_format)
+        loudness = None
+        if args.loudness:
+            from engine.export.loudness import parse_target
+
+            loudness = parse_target(args.loudness)
+        if args.stems and args.stem_mode == "roles" and len(script.roles) > 16:
+            hint = "each stem is as long as the show; --stem-mode clips writes one file per line"
+            print(f"troupe: {len(script.roles)} roles: {hint}", file=sys.stderr)
+        bar = _render_progress()
+        t0 = time.perf_counter()
         with bar or contextlib.nullcontext():
             task = bar.add_task("", total=1.0) if bar is not None else None
             on_progress = (lambda f, msg: bar.update(task, completed=f, description=msg)) if bar else None
             pacing = Pacing(gap_s=args.gap)
-            result = render_script(script, cast, args.output, synth, args.stems, pacing, edits,
+            result = render_script(script, cast, args.output, synths[-1], args.stems, pacing, edits,
                                    on_progress, stems=stems, sample_format=args.sample_format,
                                    loudness=loudness)  # fmt: skip
     finally:
-        synth.close()
+        for synth in synths:
+            synth.close()
         _stop_resource_tracker()
     wall = time.perf_counter() - t0
     speed = result.duration_s / wall
@@ -246,36 +254,52 @@ def cmd_gui(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import ipaddress
     import os
 
     import uvicorn
-    from prometheus_client import start_http_server
 
     from engine.server import SpeechService, SpeechSettings
-    from engine.server.http import create_app
+    from engine.server.http import create_app, metrics_app
+    from engine.server.limits import (
+        ServerLimits,
+        host_allow_list,
+        is_loopback,
+        serve_in_thread,
+        uvicorn_config,
+    )
 
     token = args.token or os.environ.get("TROUPE_TOKEN") or None
-    try:
-        loopback = ipaddress.ip_address(args.host).is_loopback
-    except ValueError:
-        loopback = args.host == "localhost"
-    if not loopback and not token:
-        print("troupe serve: binding beyond loopback needs --token (or TROUPE_TOKEN)", file=sys.stderr)
-        return 2
-    settings = SpeechSettings(processes=args.processes, policy=args.policy, scripts_dir=args.scripts_dir)
+    for host in (args.host, args.metrics_host):
+        if not is_loopback(host) and not token:
+            print(f"troupe serve: binding {host} (beyond loopback) needs --token (or TROUPE_TOKEN)",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+    limits = ServerLimits(args.max_body, args.header_timeout, args.keep_alive, args.max_connections,
+                          tuple(args.allowed_host))  # fmt: skip
+    settings = SpeechSettings(processes=args.processes, policy=args.policy, scripts_dir=args.scripts_dir,
+                              voice_aliases=dict(args.voice_alias), max_client_roles=args.max_client_roles,
+                              client_role_idle_s=args.client_role_idle)  # fmt: skip
     service = SpeechService(settings)
     try:
         if args.script:
             service.load_script(args.script)
         if args.metrics_port:
-            start_http_server(args.metrics_port, addr=args.host, registry=service.telemetry.registry)
+            hosts = host_allow_list(args.metrics_host, limits.allowed_hosts)
+            serve_in_thread(metrics_app(service, token, hosts), args.metrics_host, args.metrics_port, limits)
+        app = create_app(service, token, limits, host_allow_list(args.host, limits.allowed_hosts))
         # SIGTERM: requests still waiting get at most 3 s, so the server is gone within 5 s
-        uvicorn.run(create_app(service, token), host=args.host, port=args.port, log_level="warning",
-                    timeout_graceful_shutdown=3)  # fmt: skip
+        uvicorn.Server(uvicorn_config(app, args.host, args.port, limits, log_level="warning",
+                                      timeout_graceful_shutdown=3)).run()  # fmt: skip
     finally:
         service.close()
     return 0
+
+
+def _alias(text: str) -> tuple[str, str]:
+    name, eq, voice = text.partition("=")
+    if not eq or not name.strip() or not voice.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VOICE (e.g. alloy=en-gb+f3), got {text!r}")
+    return name.strip(), voice.strip()
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
@@ -387,6 +411,24 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--port", type=_ranged(int, 1, 65_535, ""), default=8080)
     sv.add_argument("--metrics-port", type=_ranged(int, 0, 65_535, ""), default=9090,
                     help="0: only /metrics on --port")  # fmt: skip
+    sv.add_argument("--metrics-host", default="127.0.0.1",
+                    help="the metrics port's address (beyond loopback: needs --token)")  # fmt: skip
+    sv.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                    help="on loopback, also answer requests whose Host is NAME (repeatable)")  # fmt: skip
+    sv.add_argument("--voice-alias", action="append", type=_alias, default=[], metavar="NAME=VOICE",
+                    help="an OpenAI voice name for a voice, e.g. alloy=en-gb+f3 (repeatable)")  # fmt: skip
+    sv.add_argument("--max-client-roles", type=_ranged(int, 0, 100_000, "roles"), default=64,
+                    help="roles clients may add with PUT /v1/roles (default 64)")  # fmt: skip
+    sv.add_argument("--client-role-idle", type=_ranged(float, 1, 30 * 86_400, "seconds"), default=3600.0,
+                    help="a client-added role unused this long is dropped (default 3600 s)")  # fmt: skip
+    sv.add_argument("--max-body", type=_ranged(int, 1024, 64 << 20, "bytes"), default=64 * 1024,
+                    help="largest request body, chunked or not (default 65536)")  # fmt: skip
+    sv.add_argument("--header-timeout", type=_ranged(float, 0.5, 600, "seconds"), default=10.0,
+                    help="a connection must send its request head within this (default 10 s)")  # fmt: skip
+    sv.add_argument("--keep-alive", type=_ranged(int, 1, 600, "seconds"), default=5,
+                    help="idle keep-alive connections close after this long (default 5 s)")  # fmt: skip
+    sv.add_argument("--max-connections", type=_ranged(int, 1, 100_000, "connections"), default=256,
+                    help="open connections beyond this are closed at once (default 256)")  # fmt: skip
     sv.add_argument("--token", help="bearer token clients must send (or TROUPE_TOKEN)")
     sv.add_argument("--script", type=Path, help="script whose roles are cast at start")
     sv.add_argument("--scripts-dir", type=Path, default=Path("."), help="POST /v1/script reads only here")

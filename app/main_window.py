@@ -47,11 +47,10 @@ from engine.core.errors import TroupeError
 from engine.core.process import start_resource_tracker
 from engine.core.types import Script
 from engine.render import RenderResult
-from engine.service import Engine, EngineSettings, EngineSnapshot
+from engine.service import SCRIPT_SUFFIXES, Engine, EngineSettings, EngineSnapshot
 
-SCRIPT_SUFFIXES = {".fountain", ".spmd", ".txt", ".srt", ".vtt", ".csv", ".tsv"}
 PROJECT_SUFFIXES = {".json", ".toml", ".troupe"}
-SCRIPT_FILTER = "Scripts (*.fountain *.spmd *.txt *.srt *.vtt *.csv *.tsv);;All files (*)"
+SCRIPT_FILTER = f"Scripts ({' '.join('*' + s for s in sorted(SCRIPT_SUFFIXES))});;All files (*)"
 PROJECT_FILTER = "Troupe projects (*.json *.toml *.troupe);;All files (*)"
 DEMO = Path(__file__).resolve().parent.parent / "assets" / "demo" / "the_last_broadcast.fountain"
 

@@ -21,6 +21,9 @@ def machine() -> dict[str, Any]:
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "load_avg_1m_at_end": os.getloadavg()[0],
+        # NB: a load well above the core count means other work shared the machine: the
+        # A/B ratios of one run still compare like with like, absolute times do not
     }
 
 

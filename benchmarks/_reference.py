@@ -11,7 +11,7 @@ from typing import Any
 def _zero_main(device: str, block: int, xruns: Any, callbacks: Any, ready: Any, stop: Any) -> None:
     import sounddevice as sd
 
-    from engine.audio_io.output import resolve_device
+    from engine.audio_io.output import raise_process_priority, resolve_device
 
     def callback(outdata: Any, frames: int, t: Any, status: Any) -> None:
         outdata.fill(0.0)
@@ -21,6 +21,7 @@ def _zero_main(device: str, block: int, xruns: Any, callbacks: Any, ready: Any, 
 
     with sd.OutputStream(samplerate=48_000, blocksize=block, channels=2, dtype="float32",
                          device=resolve_device(device), latency="low", callback=callback):  # fmt: skip
+        raise_process_priority()  # the same footing as the audio process it is compared with
         ready.set()
         stop.wait()
     sd._terminate()

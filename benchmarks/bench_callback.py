@@ -121,6 +121,12 @@ def main() -> None:
         f"block period: {PERIOD_NS / 1e3:.0f} us; targets (default): p99.9 <= 10% of it, "
         "0 underruns, xruns <= the reference row's"
     )
+    for mode in ("default", "reference", "in_process"):
+        xr = [int(r["xruns"]) for r in rows if r["mode"] == mode]
+        p999 = [float(r["p99_9_of_period"]) for r in rows if r["mode"] == mode and "p99_9_of_period" in r]
+        spread = f"({min(p999):.3f}..{max(p999):.3f})" if p999 else ""
+        extra = f", p99.9/period median {np.median(p999):.3f} {spread}" if p999 else ""
+        print(f"{mode}: xruns median {np.median(xr):g} ({min(xr)}..{max(xr)}) over {len(xr)} runs{extra}")
     print(f"wrote {save('bench_callback', {'block_frames': BLOCK, 'rate_hz': RATE, 'rows': rows})}")
 
 

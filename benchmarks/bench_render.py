@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 import shutil
 import statistics
@@ -54,9 +55,10 @@ def timed(cmd: list[str], out_dir: Path) -> dict[str, float]:
     if proc.returncode != 0:
         sys.exit(f"{cmd[0]} failed:\n{proc.stderr[-2000:]}")
     rss_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr).group(1))
+    cpu_s = sum(float(m) for m in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)", proc.stderr))
     disk = sum(p.stat().st_size for p in out_dir.rglob("*") if p.is_file())
     audio = re.search(r"([\d.]+) s of audio", proc.stdout)
-    return {"wall_s": wall, "rss_mb": rss_kb / 1024, "disk_mb": disk / 1e6,
+    return {"wall_s": wall, "cpu_s": cpu_s, "rss_mb": rss_kb / 1024, "disk_mb": disk / 1e6,
             "audio_s": float(audio.group(1)) if audio else 0.0}  # fmt: skip
 
 
@@ -80,6 +82,8 @@ def speed(folder: Path, hours: float, repeats: int, processes: int) -> dict[str,
         "troupe_wall_s": statistics.median(r["wall_s"] for r in ours),
         "espeak_wall_s": statistics.median(r["wall_s"] for r in theirs),
         "ratio": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
+        "troupe_cpu_s": statistics.median(r["cpu_s"] for r in ours),
+        "espeak_cpu_s": statistics.median(r["cpu_s"] for r in theirs),
         "x_real_time": ours[0]["audio_s"] / statistics.median(r["wall_s"] for r in ours),
         "troupe_rss_mb": max(r["rss_mb"] for r in ours), "espeak_rss_mb": max(r["rss_mb"] for r in theirs),
         "troupe_disk_mb": ours[0]["disk_mb"], "espeak_disk_mb": theirs[0]["disk_mb"],
@@ -111,16 +115,19 @@ def main() -> None:
         fast = speed(folder, args.speed_hours, args.repeats, args.processes)
         mem = [memory(folder, h, args.processes) for h in args.hours]
     cols = ["hours", "lines", "audio_s", "troupe_wall_s", "espeak_wall_s", "ratio", "ratio_min", "ratio_max",
-            "x_real_time", "troupe_rss_mb", "espeak_rss_mb", "troupe_disk_mb", "espeak_disk_mb"]  # fmt: skip
+            "troupe_cpu_s", "espeak_cpu_s", "x_real_time", "troupe_rss_mb", "espeak_rss_mb", "troupe_disk_mb",
+            "espeak_disk_mb"]  # fmt: skip
+    load = os.getloadavg()[0]
     print(f"speed: Troupe render (WAV 24-bit stereo 48 kHz, {args.processes} processes) against "
           f"espeak-ng -f (WAV 16-bit mono 22 kHz), median of {args.repeats}; "
           f"target ratio <= {TARGET_RATIO}")  # fmt: skip
     print(table([fast], cols))
+    print(f"load average at the end: {load:.1f} on {os.cpu_count()} cores (other work slows both)")
     print(f"\nmemory: peak RSS of the largest process; target flat, <= {TARGET_RSS_MB} MB")
     print(table(mem, ["hours", "audio_s", "wall_s_flac", "x_real_time_flac", "rss_mb_wav", "rss_mb_flac",
                       "disk_mb_wav", "disk_mb_flac"]))  # fmt: skip
-    path = save("bench_render", {"repeats": args.repeats, "processes": args.processes, "speed": fast,
-                                 "memory": mem, "target_ratio": TARGET_RATIO,
+    path = save("bench_render", {"repeats": args.repeats, "load_average": load, "processes": args.processes,
+                                 "speed": fast, "memory": mem, "target_ratio": TARGET_RATIO,
                                  "target_rss_mb": TARGET_RSS_MB})  # fmt: skip
     print(f"wrote {path}")
 

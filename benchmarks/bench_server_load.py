@@ -83,11 +83,14 @@ def run(scenario: str, policy: str, n: int, concurrency: int, processes: int, se
                             cwd=ROOT)  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(600):
+        deadline = time.monotonic() + 180
+        while True:
             try:
                 if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
                     break
             except httpx.HTTPError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise SystemExit(f"the server on {url} did not start") from None
                 time.sleep(0.1)
         for role, weight in ROLES.items():
             httpx.put(f"{url}/v1/roles/{role}", json={"weight": weight}).raise_for_status()

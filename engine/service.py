@@ -21,7 +21,13 @@ from typing import Any, TypeVar
 import numpy as np
 
 from engine.audio_io.guard import OutputGuard
-from engine.audio_io.output import AudioOutput, AudioProcess, OutputSettings, list_output_devices
+from engine.audio_io.output import (
+    AudioOutput,
+    AudioProcess,
+    OutputSettings,
+    list_output_devices,
+    raise_priority,
+)
 from engine.audio_io.ring import MixRing
 from engine.cast import Cast, save_project
 from engine.core.clock import Clock, monotonic
@@ -34,7 +40,7 @@ from engine.project import read_project
 from engine.render import Progress, RenderResult, render_script
 from engine.scheduler import Request, Scheduler, SchedulerConfig, State
 from engine.scheduler.backend import neural_voice_ids, standard_backends
-from engine.script import load_script
+from engine.script import SUFFIXES, load_script
 from engine.script.common import normalise_role
 from engine.script.limits import MAX_LINE_CHARS
 from engine.show import Show
@@ -44,6 +50,8 @@ from engine.synthesis.kokoro import warm_up_in_background
 from engine.synthesis.router import Router
 
 log = logging.getLogger("troupe.engine")
+SCRIPT_SUFFIXES = frozenset(SUFFIXES)
+"""Every script format the importers read (what the window's Open and drop accept)."""
 
 T = TypeVar("T")
 __all__ = ["HISTORY_COLUMNS", "CueView", "Engine", "EngineSettings", "EngineSnapshot", "Figures", "wait"]
@@ -105,6 +113,8 @@ class Engine:
         """Exceptions the engine loop survived (each also reported in the banner)."""
         self._thread = threading.Thread(target=self._run, name="troupe-engine", daemon=True)
         self._thread.start()
+        if self._thread.native_id is not None:  # the mixer keeps the ring ahead of the callback
+            raise_priority(self._thread.native_id, fifo=False, nice=-5)
 
     # --- engine thread -------------------------------------------------------------
     def _run(self) -> None:

@@ -202,6 +202,41 @@ _ABANDONED: list[Any] = []
 """Streams on a vanished device: never closed, never collected (their finaliser would close)."""
 
 
+AUDIO_PRIORITY = 20
+"""SCHED_FIFO priority of the audio process where the system allows it (below JACK's own
+real-time threads, which default to 70 and up)."""
+
+
+def raise_priority(thread_id: int = 0, fifo: bool = True, nice: int = -10) -> str:
+    """Ask the OS to run `thread_id` (0: the calling thread; threads it creates inherit it)
+    ahead of ordinary work: a lower nice value (kept by threads that set their own policy,
+    as the JACK client's does) and real-time FIFO scheduling, each where permitted.
+    Returns what was granted, e.g. 'nice+fifo', or ''."""
+    granted = []
+    try:
+        os.setpriority(os.PRIO_PROCESS, thread_id, nice)
+        granted.append("nice")
+    except OSError:
+        pass
+    if fifo:
+        try:
+            os.sched_setscheduler(thread_id, os.SCHED_FIFO, os.sched_param(AUDIO_PRIORITY))
+            granted.append("fifo")
+        except (OSError, AttributeError):
+            pass
+    return "+".join(granted)
+
+
+def raise_process_priority() -> None:
+    """Raise every thread of this process, once its stream runs: in the audio process every
+    thread serves the stream, and the JACK client sets its own thread's policy (so nothing is
+    inherited). Other processes' work (synthesis, the GUI, a busy machine) then cannot delay
+    the callback."""
+    tasks = os.listdir("/proc/self/task") if os.path.isdir("/proc/self/task") else []
+    for task in tasks:
+        raise_priority(int(task))
+
+
 def _audio_main(ring_name: str, settings: OutputSettings, conn: Connection, parent_pid: int) -> None:
     die_with_parent(parent_pid)  # never plays on (or keeps the ring) after the engine is gone
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # a closed terminal's hang-up and Ctrl+C
@@ -213,6 +248,7 @@ def _audio_main(ring_name: str, settings: OutputSettings, conn: Connection, pare
     except AudioDeviceError as exc:
         conn.send(str(exc))
         return
+    raise_process_priority()
     conn.send("")
     while not conn.poll(0.01):  # NB: a pipe, not an Event: a killed peer cannot wedge a pipe
         out.sync_controls()

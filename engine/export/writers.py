@@ -67,9 +67,11 @@ class WavWriter:
         align = self.channels * self._width
         big = n_bytes + self._HEADER.size > 0xFFFFFFFF
         # A JUNK chunk the size of a ds64 chunk: a file that outgrows RIFF becomes RF64 in place.
-        junk = (b"ds64", struct.pack("<QQQI", self._HEADER.size - 8 + n_bytes, n_bytes,
+        # NB: the RIFF size counts everything after its own 8 bytes: the header struct, the
+        # 8-byte data chunk head and the samples
+        junk = (b"ds64", struct.pack("<QQQI", self._HEADER.size + n_bytes, n_bytes,
                                      n_bytes // align, 0)) if big else (b"JUNK", bytes(28))  # fmt: skip
-        riff = 0xFFFFFFFF if big else self._HEADER.size - 8 + n_bytes
+        riff = 0xFFFFFFFF if big else self._HEADER.size + n_bytes
         return self._HEADER.pack(
             b"RF64" if big else b"RIFF", riff, b"WAVE", junk[0], 28, junk[1], b"fmt ", 16, tag,
             self.channels, self._rate, self._rate * align, align, self._width * 8,

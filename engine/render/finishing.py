@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import soundfile as sf
@@ -14,6 +15,9 @@ from engine.core.types import SAMPLE_RATE_HZ, Script
 from engine.export import FORMATS
 from engine.render.outputs import OutputFiles, _Target, partial_path
 from engine.render.result import LineTiming, Progress
+
+if TYPE_CHECKING:
+    from engine.export.loudness import LoudnessTarget
 
 
 @dataclass(frozen=True)
@@ -26,13 +30,13 @@ def premaster_path(out: Path) -> Path:
     return out.with_name(out.name + ".premaster.flac")
 
 
-def normalise_into(out: Path, premaster: _Target, files: OutputFiles, measured_lufs: float, target: object,
-                   sample_format: str, progress: Progress | None) -> Normalised:  # fmt: skip
-    """Read the premaster, bring it to `target` (a `LoudnessTarget`), write `out`; the
-    premaster is removed once the final file is written."""
-    from engine.export.loudness import LoudnessTarget, normalise
+def normalise_into(out: Path, premaster: _Target, files: OutputFiles, measured_lufs: float,
+                   target: LoudnessTarget, sample_format: str,
+                   progress: Progress | None) -> Normalised:  # fmt: skip
+    """Read the premaster, bring it to `target`, write `out`; the premaster is removed once
+    the final file is written."""
+    from engine.export.loudness import normalise
 
-    assert isinstance(target, LoudnessTarget)
     src = partial_path(premaster.path)
     final = files.open(out, 2, SAMPLE_RATE_HZ, sample_format)
     with sf.SoundFile(src) as f:

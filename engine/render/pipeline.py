@@ -15,7 +15,7 @@ import numpy as np
 
 from engine.cast import Cast
 from engine.core.errors import TroupeError
-from engine.core.types import SAMPLE_RATE_HZ, Script
+from engine.core.types import SAMPLE_RATE_HZ, Cue, Script
 from engine.export import FORMATS, SAMPLE_FORMATS, ExportError
 from engine.export.formats import format_for_path, require
 from engine.export.writers import describe
@@ -34,7 +34,7 @@ from engine.render.result import (
     write_cue_sheet,
 )
 from engine.render.voicing import voice_in_order
-from engine.synthesis.base import Synthesizer
+from engine.synthesis.base import Mono, Synthesizer
 
 if TYPE_CHECKING:
     from engine.export.loudness import LoudnessTarget
@@ -153,88 +153,112 @@ def _removed(paths: list[Path]) -> str:
     return f"; removed {len(paths)} partial file(s): {names}"
 
 
-def _render(job: _Job, synth: Synthesizer, pacing: Pacing, files: OutputFiles, progress: Progress | None,
-            cancel: threading.Event | None) -> RenderResult:  # fmt: skip
-    script, cast = job.script, job.cast
-    controls = MixControls.from_voices({r: cast[r] for r in script.roles})
-    role_stems = job.stems_dir is not None and job.stems.mode == "roles"
-    mixer = StreamMixer(controls, script.roles if role_stems else ())
-    meter = None
-    if job.loudness is not None:  # a lossless premaster, metered as it is written, normalised after
-        from engine.export.loudness import LoudnessMeter
+class _Stream:
+    """The mixing end of the pipeline: each voiced line is placed, mixed once the timeline
+    before it is final, and handed to the encoder thread block by block."""
 
-        meter = LoudnessMeter(SAMPLE_RATE_HZ)
-        mix = files.open(finishing.premaster_path(job.out), 2, SAMPLE_RATE_HZ, "s24", FORMATS["flac"])
-    else:
-        mix = files.open(job.out, 2, SAMPLE_RATE_HZ, job.sample_format)
-    stem_targets = {r: files.open(job.stem_path(r), ch, SAMPLE_RATE_HZ, job.stems.sample_format,
-                                  stem_format(job.stems.format))
-                    for r, ch in job.stem_channels.items()} if role_stems else {}  # fmt: skip
-    encoder = Encoder()
-    blocks = BlockWriter(mix, stem_targets, meter)
-    layout = StreamLayout(script.cues, pacing)
-    lines: list[LineTiming] = []
-    fallbacks: dict[int, str] = getattr(synth, "fallbacks", {})
-    t0 = time.perf_counter()
+    def __init__(self, job: _Job, files: OutputFiles, pacing: Pacing) -> None:
+        script, cast = job.script, job.cast
+        self.job, self.files = job, files
+        controls = MixControls.from_voices({r: cast[r] for r in script.roles})
+        role_stems = job.stems_dir is not None and job.stems.mode == "roles"
+        self.mixer = StreamMixer(controls, script.roles if role_stems else ())
+        self.meter = None
+        if job.loudness is not None:  # a lossless premaster, metered as it is written, normalised after
+            from engine.export.loudness import LoudnessMeter
 
-    def flush(limit_frame: int, final: bool = False) -> None:
+            self.meter = LoudnessMeter(SAMPLE_RATE_HZ)
+            self.mix = files.open(
+                finishing.premaster_path(job.out), 2, SAMPLE_RATE_HZ, "s24", FORMATS["flac"]
+            )
+        else:
+            self.mix = files.open(job.out, 2, SAMPLE_RATE_HZ, job.sample_format)
+        self.stems = {r: files.open(job.stem_path(r), ch, SAMPLE_RATE_HZ, job.stems.sample_format,
+                                    stem_format(job.stems.format))
+                      for r, ch in job.stem_channels.items()} if role_stems else {}  # fmt: skip
+        self.encoder = Encoder()
+        self.blocks = BlockWriter(self.mix, self.stems, self.meter)
+        self.layout = StreamLayout(script.cues, pacing)
+        self.lines: list[LineTiming] = []
+
+    def take(self, cue: Cue, audio: Mono | None, error: str | None, fallback: str | None) -> None:
+        duration_s = 0.0 if audio is None else len(audio) / SAMPLE_RATE_HZ
+        start_s = self.layout.place(cue, duration_s)
+        if audio is not None and len(audio):
+            clip = Clip(round(start_s * SAMPLE_RATE_HZ), cue.role, audio, cue.index)
+            self.mixer.add(clip)
+            if self.job.stems_dir is not None and self.job.stems.mode == "clips":
+                self.encoder.put(lambda: _write_clip(self.job, self.files, clip))
+        self.lines.append(LineTiming(cue.index, cue.role, cue.text, start_s, duration_s, error, fallback,
+                                     cue.scene))  # fmt: skip
+        frontier = self.layout.frontier_s()
+        if frontier != float("inf"):
+            self.flush(int(frontier * SAMPLE_RATE_HZ))
+
+    def flush(self, limit_frame: int, final: bool = False) -> None:
         """Mix and queue every whole block before `limit_frame` (at the end, the rest too)."""
-        while mixer.written_frames < limit_frame:
-            n = min(BLOCK_FRAMES, limit_frame - mixer.written_frames)
+        while self.mixer.written_frames < limit_frame:
+            n = min(BLOCK_FRAMES, limit_frame - self.mixer.written_frames)
             if n < BLOCK_FRAMES and not final:
                 return
-            block = mixer.next_block(n)
-            encoder.put(lambda b=block: blocks.write(b))  # type: ignore[misc]
+            block = self.mixer.next_block(n)
+            self.encoder.put(lambda b=block: self.blocks.write(b))  # type: ignore[misc]
 
+    def finish(self) -> int:
+        """Write the rest and the tail, wait for the encoder; the show's length in frames."""
+        end_frame = self.mixer.end_frame + round(TAIL_S * SAMPLE_RATE_HZ)
+        self.flush(end_frame, final=True)
+        self.encoder.finish()
+        return end_frame
+
+
+def _render(job: _Job, synth: Synthesizer, pacing: Pacing, files: OutputFiles, progress: Progress | None,
+            cancel: threading.Event | None) -> RenderResult:  # fmt: skip
+    n_cues = len(job.script.cues)
+    fallbacks: dict[int, str] = getattr(synth, "fallbacks", {})
+    t0 = time.perf_counter()
+    stream = _Stream(job, files, pacing)
     try:
-        for k, (cue, audio, error) in enumerate(voice_in_order(script.cues, cast, synth, cancel), start=1):
-            duration_s = 0.0 if audio is None else len(audio) / SAMPLE_RATE_HZ
-            start_s = layout.place(cue, duration_s)
-            if audio is not None and len(audio):
-                clip = Clip(round(start_s * SAMPLE_RATE_HZ), cue.role, audio, cue.index)
-                mixer.add(clip)
-                if job.stems_dir is not None and job.stems.mode == "clips":
-                    encoder.put(lambda c=clip: _write_clip(job, files, c))  # type: ignore[misc]
-            lines.append(LineTiming(cue.index, cue.role, cue.text, start_s, duration_s, error,
-                                    fallbacks.get(cue.index), cue.scene))  # fmt: skip
-            frontier = layout.frontier_s()
-            if frontier != float("inf"):
-                flush(int(frontier * SAMPLE_RATE_HZ))
+        for k, (cue, audio, error) in enumerate(voice_in_order(job.script.cues, job.cast, synth, cancel), 1):
+            stream.take(cue, audio, error, fallbacks.get(cue.index))
             if progress:
-                written = _clock(mixer.written_frames / SAMPLE_RATE_HZ)
-                progress(0.97 * k / len(script.cues),
-                         f"{k} of {len(script.cues)} lines voiced, {written} of audio written")  # fmt: skip
+                written = _clock(stream.mixer.written_frames / SAMPLE_RATE_HZ)
+                progress(0.97 * k / n_cues, f"{k} of {n_cues} lines voiced, {written} of audio written")
         if cancel is not None and cancel.is_set():
             raise RenderCancelled("render cancelled")
-        end_frame = mixer.end_frame + round(TAIL_S * SAMPLE_RATE_HZ)
-        flush(end_frame, final=True)
-        encoder.finish()
+        end_frame = stream.finish()
     except BaseException:
-        encoder.abandon()
+        stream.encoder.abandon()
         raise
     finally:
-        blocks.close()
+        stream.blocks.close()
     synth_done = time.perf_counter()
     files.close_all()
-    result = RenderResult(job.out, end_frame / SAMPLE_RATE_HZ, lines, synth_s=synth_done - t0)
-    if meter is not None:
-        done = finishing.normalise_into(job.out, mix, files, meter.integrated_lufs(), job.loudness,
-                                        job.sample_format, progress)  # fmt: skip
-        result.loudness_measured_lufs, result.loudness_gain_db = done.measured_lufs, done.gain_db
-    if finishing.is_audiobook(job.out):
-        finishing.finish_audiobook(job.out, script, lines, result.duration_s)
-    result.stems = {r: t.path for r, t in stem_targets.items()}
-    if job.stems_dir is not None and job.stems.mode == "clips":
-        result.stems = {p.stem: p for p in files.extra}
-    result.bytes_written = files.commit()
-    result.cue_sheet = job.out.with_suffix(".srt")
-    write_cue_sheet(result.cue_sheet, lines)
-    if job.stems_dir is not None:
-        result.timeline = _write_timeline(job, result)
+    result = RenderResult(job.out, end_frame / SAMPLE_RATE_HZ, stream.lines, synth_s=synth_done - t0)
+    _finish(job, files, stream, result, progress)
     result.mix_s = time.perf_counter() - synth_done
     if progress:
         progress(1.0, f"done: {_clock(result.duration_s)} of audio")
     return result
+
+
+def _finish(job: _Job, files: OutputFiles, stream: _Stream, result: RenderResult,
+            progress: Progress | None) -> None:  # fmt: skip
+    """Loudness, audiobook chapters and tags, then the files into place and the side files."""
+    if stream.meter is not None and job.loudness is not None:
+        done = finishing.normalise_into(job.out, stream.mix, files, stream.meter.integrated_lufs(),
+                                        job.loudness, job.sample_format, progress)  # fmt: skip
+        result.loudness_measured_lufs, result.loudness_gain_db = done.measured_lufs, done.gain_db
+    if finishing.is_audiobook(job.out):
+        finishing.finish_audiobook(job.out, job.script, result.lines, result.duration_s)
+    result.stems = {r: t.path for r, t in stream.stems.items()}
+    if job.stems_dir is not None and job.stems.mode == "clips":
+        result.stems = {p.stem: p for p in files.extra}
+    result.bytes_written = files.commit()
+    result.cue_sheet = job.out.with_suffix(".srt")
+    write_cue_sheet(result.cue_sheet, result.lines)
+    if job.stems_dir is not None:
+        result.timeline = _write_timeline(job, result)
 
 
 def _write_clip(job: _Job, files: OutputFiles, clip: Clip) -> None:

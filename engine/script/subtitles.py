@@ -17,6 +17,7 @@ other voice of the conversation (the previous different speaker, or VOICE 2), ne
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -171,7 +172,9 @@ def _load(path: Path, text: str, fmt: str) -> list[_Event]:
     else:
         source, lines, parser = _guard_microdvd(text), _microdvd_lines(text), "microdvd"
     try:
-        subs = pysubs2.SSAFile.from_string(source, format_=parser, keep_html_tags=True)
+        with warnings.catch_warnings():  # a style pysubs2 falls back on is no concern of ours
+            warnings.simplefilter("ignore")
+            subs = pysubs2.SSAFile.from_string(source, format_=parser, keep_html_tags=True)
     except pysubs2.exceptions.UnknownFPSError:
         raise ScriptError(
             path, "MicroDVD file without a frame rate; add '{1}{1}23.976' (its fps) as line 1", 1

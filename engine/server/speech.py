@@ -9,14 +9,15 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, InvalidStateError
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from engine.cast import Cast
 from engine.core.errors import CastError, Overloaded, ScriptError, SynthesisError, TroupeError
+from engine.core.limits import limit
 from engine.core.types import Role, Script, Voice
 from engine.metrics import AnomalyDetector
 from engine.scheduler import Request, RequestClass, Scheduler, SchedulerConfig, State
@@ -24,12 +25,16 @@ from engine.scheduler.backend import neural_voice_ids, standard_backends
 from engine.scheduler.request import Clock, monotonic
 from engine.script import load_script
 from engine.script.common import normalise_role
+from engine.server.roles import ClientRoles, aliases
 from engine.server.telemetry import Telemetry
 from engine.synthesis.base import Mono
 from engine.synthesis.espeak import espeak_variants, espeak_voices
 from engine.synthesis.text import split_chunks
 
-MAX_TEXT_CHARS = 4000
+MAX_TEXT_CHARS = 4096
+"""OpenAI's input limit."""
+SPEED_RANGE = (0.25, 4.0)
+"""OpenAI's `speed` range; within it, what a voice's rate range allows is honoured."""
 STALL_S = 1.0
 """The engine loop counts as stalled (`/healthz` 503) when it has not ticked for this long."""
 log = logging.getLogger("troupe.server")
@@ -52,6 +57,12 @@ class SpeechSettings:
     """Offer Kokoro voices (`kokoro:jf_alpha`) when the neural extra is installed."""
     scripts_dir: Path = Path(".")
     """`POST /v1/script` loads scripts from inside this folder only."""
+    voice_aliases: Mapping[str, str] = field(default_factory=dict)
+    """OpenAI voice name -> voice id, over `DEFAULT_ALIASES` (e.g. 'alloy' -> 'en-gb+f3')."""
+    max_client_roles: int = 64
+    """Roles clients may add (PUT /v1/roles); a script's roles do not count."""
+    client_role_idle_s: float = 3600.0
+    """A role a client added is dropped after this long unused."""
 
 
 class SpeechService:
@@ -75,6 +86,11 @@ class SpeechService:
             self._by_name.setdefault(v.language.lower(), v.voice_id)  # 'en-gb' names the voice 'en'
         self.voice_ids = sorted(self._by_name)
         """espeak-ng voice names and the language codes they answer to ('en', 'en-gb', ...)."""
+        self.aliases = aliases(self.settings.voice_aliases, self.check_voice)
+        """OpenAI voice name -> voice id."""
+        self.client_roles = ClientRoles(self.settings.max_client_roles, self.settings.client_role_idle_s,
+                                        time.monotonic)  # fmt: skip
+        self._expired_at = time.monotonic()
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self.last_tick_s = time.monotonic()
@@ -90,6 +106,9 @@ class SpeechService:
             try:
                 self.scheduler.tick()
                 self.telemetry.tick()
+                if time.monotonic() - self._expired_at >= 1.0:
+                    self._expired_at = time.monotonic()
+                    self.expire_roles()
             except Exception as exc:  # the loop outlives any one request's failure
                 log.exception("engine loop: a tick failed; going on")
                 self._report(None, exc)
@@ -124,22 +143,62 @@ class SpeechService:
             if key not in self.cast.voices:
                 known = ", ".join(sorted(self.cast.voices)) or "none yet"
                 raise CastError(f"unknown role {role!r} (known roles: {known})")
+            self.client_roles.touch(key)
             return self.cast.voices[key]
 
-    def add_role(self, role: str, **changes: Any) -> Voice:
-        """Cast `role` (an automatic voice unless given) and apply `changes`."""
+    def add_role(self, role: str, by_client: bool = False, **changes: Any) -> Voice:
+        """Cast `role` (an automatic voice unless given) and apply `changes`. A role a
+        client adds counts against the cap and is dropped when idle."""
         key = role_key(role)
         if not key or len(key) > 64:
             raise CastError("a role name needs 1 to 64 characters")
         with self._lock:
             if key not in self.cast.voices:
+                if by_client:
+                    self.client_roles.admit(key)
                 self.cast.fill([Role(key, role.strip())])
+            self.client_roles.touch(key)
             return self._update(key, changes)
 
     def update_role(self, role: str, **changes: Any) -> Voice:
         self.voice(role)  # raises for an unknown role
         with self._lock:
             return self._update(role_key(role), changes)
+
+    def expire_roles(self) -> list[str]:
+        """Drop the client roles unused for longer than the idle time, with their weights
+        and metric series (engine thread, about once a second)."""
+        gone = self.client_roles.expire()
+        with self._lock:
+            for key in gone:
+                self.cast.voices.pop(key, None)
+        if gone:
+            with self.scheduler._lock:  # NB: the lock `set_weights` and `role_priorities` take
+                for key in gone:
+                    self.scheduler.weights.pop(key, None)
+            self.telemetry.forget_roles(gone)
+        return gone
+
+    def resolve_voice(self, name: str) -> tuple[str, Voice]:
+        """What an OpenAI `voice` names, as (role label, voice): a cast role, an alias
+        ('alloy') or a voice id ('en-gb+f3', 'kokoro:jf_alpha'). Adds no role."""
+        key = role_key(name)
+        with self._lock:
+            if key in self.cast.voices:
+                self.client_roles.touch(key)
+                return key, self.cast.voices[key]
+        target = self.aliases.get(name.strip().lower())
+        try:
+            voice_id = self.check_voice(target or name)
+        except CastError:
+            known = ", ".join(sorted(self.aliases))
+            raise CastError(f"unknown voice {name!r}: not a role, an alias ({known}) or a voice "
+                            "(GET /v1/audio/voices lists them)") from None  # fmt: skip
+        backend = "kokoro" if voice_id.startswith("kokoro:") else "espeak"
+        # NB: one scheduling role (and metric label) per alias or backend, not per voice id:
+        # voice ids and blends are unbounded, the labels must not be
+        label = role_key(name) if target else f"VOICE:{backend.upper()}"
+        return label, Voice(backend=backend, voice_id=voice_id)
 
     def _update(self, key: str, changes: dict[str, Any]) -> Voice:
         if "voice_id" in changes:
@@ -181,6 +240,8 @@ class SpeechService:
             raise ScriptError(str(path).replace("\0", "\\0"), f"not a usable file path ({exc})") from None
         if not full.is_relative_to(root):
             raise ScriptError(path, f"outside the server's scripts folder ({root})")
+        if not full.is_file():
+            raise ScriptError(path, "no such script file" + (" (it is a folder)" if full.is_dir() else ""))
         script = load_script(full)
         with self._lock:
             keep = dict(self.cast.voices)
@@ -191,17 +252,15 @@ class SpeechService:
         return script
 
     # --- speech -----------------------------------------------------------------------
-    def submit(self, role: str, text: str, speed: float, klass: RequestClass) -> list[Future[Mono]]:
+    def submit(self, role: str, text: str, speed: float, klass: RequestClass,
+               voice: Voice | None = None) -> list[Future[Mono]]:  # fmt: skip
+        """Queue `text` for `role` (in its cast voice, or `voice`), one request per chunk."""
         text = text.strip()
         if not text:
             raise TroupeError("text is empty")
         if len(text) > MAX_TEXT_CHARS:
             raise TroupeError(f"text is {len(text)} characters; the limit is {MAX_TEXT_CHARS}")
-        if not 0.25 <= speed <= 4.0:
-            raise TroupeError(f"speed {speed} is out of range; expected 0.25 to 4.0")
-        voice = self.voice(role)
-        if speed != 1.0:
-            voice = replace(voice, rate_wpm=max(80, min(450, round(voice.rate_wpm * speed))))
+        voice = at_speed(voice or self.voice(role), speed)
         now = self.clock()
         futures: list[Future[Mono]] = []
         chunks = split_chunks(text) or [text]
@@ -246,6 +305,27 @@ class SpeechService:
         self.scheduler.close()
         for b in self.scheduler.backends.values():
             b.synth.close()
+
+
+def at_speed(voice: Voice, speed: float) -> Voice:
+    """`voice` speaking `speed` times faster. Speed is the voice's rate, so what its rate
+    range allows is honoured exactly; beyond that a clear error says what this voice can
+    do (never a silent clamp)."""
+    lo, hi = SPEED_RANGE
+    if isinstance(speed, bool) or not lo <= speed <= hi:  # NB: NaN fails both comparisons
+        raise TroupeError(f"speed {speed} is out of range; expected {lo} to {hi}")
+    if speed == 1.0:
+        return voice
+    rate_lo, rate_hi = limit("rate_wpm")
+    rate = round(voice.rate_wpm * speed)
+    if not rate_lo <= rate <= rate_hi:
+        slowest, fastest = rate_lo / voice.rate_wpm, rate_hi / voice.rate_wpm
+        raise TroupeError(
+            f"speed {speed:g} would need {rate} words a minute; this voice ({voice.voice_id} at "
+            f"{voice.rate_wpm} wpm) speaks {rate_lo:g} to {rate_hi:g}, so speed "
+            f"{max(lo, slowest):.2f} to {min(hi, fastest):.2f}"
+        )
+    return replace(voice, rate_wpm=rate)
 
 
 def cancel(futures: Iterable[Future[Mono]]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
@@ -11,7 +12,7 @@ import numpy as np
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from engine.metrics import Rolling
-from engine.scheduler import Request, State
+from engine.scheduler import Request, RequestClass, State
 from engine.scheduler.backend import Batch
 from engine.server.tracing import make_tracer
 from engine.synthesis.gpu import gpu_memory
@@ -105,6 +106,17 @@ class Telemetry:
                 self.anomalies.labels(stage).inc()
                 log.warning("anomaly: trace %s stage %s took %.0f ms (baseline p99 %.0f ms, role %s)",
                             req.id, stage, ms, a.baseline_p99_ms, req.role)  # fmt: skip
+
+    def forget_roles(self, roles: list[str]) -> None:
+        """Drop the series of roles that no longer exist (bounded /metrics)."""
+        classes = [k.name.lower() for k in RequestClass]
+        for role in roles:
+            series = ((self.priority, [()]), (self.queue_wait, [()]), (self.latency, [(k,) for k in classes]),
+                      (self.requests, [(k, st.value) for k in classes for st in State]))  # fmt: skip
+            for metric, labels in series:
+                for rest in labels:
+                    with contextlib.suppress(KeyError):
+                        metric.remove(role, *rest)
 
     def observe_batch(self, batch: Batch) -> None:
         self.batch_size.labels(batch.backend).observe(len(batch.requests))

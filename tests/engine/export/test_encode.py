@@ -106,3 +106,6 @@ def test_big_wav_writes_in_blocks_and_reads_back(tmp_path: Path) -> None:
     back, rate = sf.read(path, dtype="float32")
     assert rate == RATE and back.shape == tone.shape
     np.testing.assert_allclose(back, tone, atol=2**-23)
+    # the RIFF size is the file's length less its first 8 bytes (strict readers check it)
+    data = path.read_bytes()
+    assert int.from_bytes(data[4:8], "little") == len(data) - 8

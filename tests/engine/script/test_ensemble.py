@@ -37,3 +37,16 @@ def test_both_without_two_speakers_stays_a_role(tmp_path: Path) -> None:
     f.write_text("BOTH: Hello!\nANN: Hi.\n", encoding="utf-8")
     s = load_script(f)
     assert [c.role for c in s.cues] == ["BOTH", "ANN"]
+
+
+def test_ensemble_in_subtitles_shares_the_slot(tmp_path: Path) -> None:
+    f = tmp_path / "x.srt"
+    f.write_text(
+        "1\n00:00:01,000 --> 00:00:02,000\n[ANN] Ready?\n\n2\n00:00:02,000 --> 00:00:03,000\n"
+        "[BOB] Ready.\n\n3\n00:00:03,000 --> 00:00:04,500\n[BOTH] Go!\n",
+        encoding="utf-8",
+    )
+    s = load_script(f)
+    assert [(c.role, c.text, c.start_s, c.overlaps_previous) for c in s.cues][2:] == [
+        ("ANN", "Go!", 3.0, False), ("BOB", "Go!", 3.0, True),
+    ]  # fmt: skip

@@ -179,3 +179,20 @@ def test_srt_cue_without_blank_line_before_next(tmp_path: Path) -> None:
     srt = "1\n00:00:01,000 --> 00:00:02,000\n[ANN] Hello.\n2\n00:00:02,000 --> 00:00:03,000\n[BOB] Hi.\n"
     s = _load(tmp_path, "x.srt", srt)
     assert [(c.role, c.text, c.line) for c in s.cues] == [("ANN", "Hello.", 3), ("BOB", "Hi.", 6)]
+
+
+def test_ass_style_pysubs2_warns_about_is_still_read(tmp_path: Path) -> None:
+    """pysubs2 warns on a style field it cannot parse (alignment 'x'); the line is read."""
+    fields = (
+        "Name, Fontname, Fontsize, PrimaryColour, SecondaryColour, OutlineColour, BackColour, Bold, "
+        "Italic, Underline, StrikeOut, ScaleX, ScaleY, Spacing, Angle, BorderStyle, Outline, Shadow, "
+        "Alignment, MarginL, MarginR, MarginV, Encoding"
+    )
+    colours = "&H00FFFFFF,&H000000FF,&H00000000,&H00000000"
+    style = f"Default,Arial,20,{colours},0,0,0,0,100,100,0,0,1,2,2,x,10,10,10,1"  # alignment 'x'
+    ass = (
+        f"[Script Info]\nScriptType: v4.00+\n\n[V4+ Styles]\nFormat: {fields}\nStyle: {style}\n\n"
+        "[Events]\nFormat: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text\n"
+        "Dialogue: 0,0:00:01.00,0:00:02.00,Default,Ann,0,0,0,,Hello.\n"
+    )
+    assert _said(_load(tmp_path, "x.ass", ass)) == [("ANN", "Hello.")]

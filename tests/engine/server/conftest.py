@@ -14,6 +14,7 @@ import uvicorn
 
 from engine.server import SpeechService, SpeechSettings
 from engine.server.http import create_app
+from engine.server.limits import ServerLimits, uvicorn_config
 
 
 @dataclass
@@ -23,12 +24,15 @@ class LiveServer:
     token: str | None
 
 
-def _start(service: SpeechService, token: str | None) -> tuple[uvicorn.Server, threading.Thread, str]:
+def _start(service: SpeechService, token: str | None, limits: ServerLimits | None = None,
+           hosts: frozenset[str] | None = None) -> tuple[uvicorn.Server, threading.Thread, str]:  # fmt: skip
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(create_app(service, token), log_level="warning", lifespan="off")
+    limits = limits or ServerLimits()
+    app = create_app(service, token, limits, hosts)
+    config = uvicorn_config(app, "127.0.0.1", port, limits, log_level="warning", lifespan="off")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

@@ -1,5 +1,8 @@
 """Fuzz every operation of the server's own OpenAPI schema: whatever comes in, the answer
-is never a 5xx (schemathesis generates the requests; the real server answers them)."""
+is never a 5xx, and its status, content type, headers and body are the ones the schema
+declares (schemathesis generates the requests and checks the answers; the real server
+answers them). Left out: 'schema-valid data is accepted', since a well-formed request can
+still name a voice or role that does not exist (a 400 or 404, as OpenAI answers it)."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import httpx
 import schemathesis
 from conftest import LiveServer
 from hypothesis import HealthCheck, given, settings
+from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 EXAMPLES_PER_OPERATION = 25
 
@@ -16,14 +20,15 @@ def test_no_input_makes_a_server_error(live_server: LiveServer) -> None:
     schema = schemathesis.openapi.from_dict(spec)
     schema.config.update(base_url=live_server.url)
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert {op.path for op in operations} >= {"/tts", "/v1/audio/speech", "/v1/roles/{role}", "/v1/script"}
+    assert {op.path for op in operations} >= {"/tts", "/v1/audio/speech", "/v1/roles/{role}", "/v1/script",
+                                              "/v1/models", "/v1/models/{model_id}"}  # fmt: skip
     for operation in operations:
 
         @given(case=operation.as_strategy())
         @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None,
                   suppress_health_check=list(HealthCheck))  # fmt: skip
         def call(case) -> None:  # type: ignore[no-untyped-def]
-            response = case.call(timeout=60)
+            response = case.call_and_validate(timeout=60, excluded_checks=[positive_data_acceptance])
             assert response.status_code < 500, (case.method, case.formatted_path, response.text[:300])
 
         call()

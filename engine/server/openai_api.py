@@ -1,0 +1,135 @@
+"""OpenAI's speech API as OpenAI defines it: `POST /v1/audio/speech` (every
+`response_format`, streamed as soon as the first sentence is voiced, or as server-sent
+events), `GET /v1/models`, OpenAI's voice names as aliases."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import Response, StreamingResponse
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+
+from engine.core.errors import CastError
+from engine.scheduler import RequestClass
+from engine.server import flow
+from engine.server.audio_out import (
+    OPENAI_PCM_RATE_HZ,
+    ResponseFormat,
+    StreamEncoder,
+    check_format,
+    headers,
+    whole,
+)
+from engine.server.errors import ERROR_RESPONSES
+from engine.server.speech import MAX_TEXT_CHARS, SPEED_RANGE, SpeechService
+
+LIVE = RequestClass.SCRIPTED
+"""HTTP requests compete by role weight and deadline (ad-libs would all be served FIFO first)."""
+STARTED = int(time.time())
+OPENAI_MODELS = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")
+"""OpenAI's model names, accepted so that clients work unchanged; all voice with the
+voice the `voice` field names."""
+
+
+def no_surrogates(text: str) -> str:
+    """Refuse text with lone UTF-16 surrogates (valid JSON escapes, not speakable text)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("contains a lone surrogate (not valid Unicode text)") from None
+    return text
+
+
+Text = Annotated[str, AfterValidator(no_surrogates)]
+MEDIA_TYPES = ("audio/mpeg", "audio/ogg", "audio/aac", "audio/flac", "audio/wav", "audio/pcm")
+SSE_TYPE = "text/event-stream"
+AUDIO_TYPES: dict[str, Any] = {t: {} for t in (*MEDIA_TYPES, SSE_TYPE)}
+
+
+class SpeechBody(BaseModel):
+    """OpenAI's speech request. `voice` is a cast role, an OpenAI voice name (an alias of a
+    configured voice) or a voice id; it never adds a role."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+    model: Text = Field("tts-1", min_length=1, max_length=100)
+    input: Text = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    voice: Text = Field(min_length=1, max_length=64)
+    instructions: Text | None = Field(None, max_length=4096, description="Ignored: no backend here "
+                                      "can express free-text delivery instructions (the answer says so "
+                                      "in X-Troupe-Ignored).")  # fmt: skip
+    response_format: ResponseFormat = "mp3"
+    speed: float = Field(1.0, ge=SPEED_RANGE[0], le=SPEED_RANGE[1], allow_inf_nan=False,
+                         description="Honoured through the voice's rate; beyond its rate range, a 400 "
+                         "says which speeds this voice can do.")  # fmt: skip
+    stream_format: Literal["audio", "sse"] = "audio"
+    stream: bool = Field(True, description="Troupe (and Kokoro-FastAPI): false sends the whole file at "
+                         "once, with its exact length in the header (FLAC always comes whole).")  # fmt: skip
+
+
+def model_ids(service: SpeechService) -> list[str]:
+    own = ["troupe-espeak"] + (["troupe-kokoro"] if "kokoro" in service.scheduler.backends else [])
+    return [*OPENAI_MODELS, *own]
+
+
+def _model(model_id: str) -> dict[str, Any]:
+    return {"id": model_id, "object": "model", "created": STARTED, "owned_by": "troupe"}
+
+
+def router(service: SpeechService) -> APIRouter:
+    api = APIRouter()
+
+    @api.get("/v1/models", responses=ERROR_RESPONSES)
+    async def models() -> dict[str, Any]:
+        return {"object": "list", "data": [_model(m) for m in model_ids(service)]}
+
+    @api.get("/v1/models/{model_id}", responses=ERROR_RESPONSES)
+    async def model(model_id: str) -> Any:
+        if model_id not in model_ids(service):
+            raise HTTPException(404, f"unknown model {model_id!r}; GET /v1/models lists them")
+        return _model(model_id)
+
+    @api.post("/v1/audio/speech", responses={**ERROR_RESPONSES, 200: {"content": AUDIO_TYPES}},
+              response_class=Response)  # fmt: skip
+    async def speech(request: Request, body: SpeechBody) -> Response:
+        """Speech for `input`, streamed (chunked) from the first voiced sentence on; `pcm` is
+        24 kHz 16-bit little-endian mono as OpenAI's; FLAC comes whole (its stream form
+        lacks the length that common readers need)."""
+        if body.model not in model_ids(service):
+            raise CastError(
+                f"unknown model {body.model!r}; GET /v1/models lists: {', '.join(model_ids(service))}"
+            )
+        check_format(body.response_format)
+        role, voice = service.resolve_voice(body.voice)
+        futures = service.submit(role, body.input, body.speed, LIVE, voice)
+        extra = {"X-Troupe-Ignored": "instructions"} if body.instructions else {}
+        if body.stream_format == "audio" and (body.response_format == "flac" or not body.stream):
+            audio = await flow.whole(request, futures)
+            data = await run_in_threadpool(whole, audio, body.response_format)
+            return Response(data, headers={**headers(body.response_format, OPENAI_PCM_RATE_HZ), **extra})
+        first = await flow.first_then_rest(request, futures)
+        encoder = StreamEncoder(body.response_format)
+        if body.stream_format == "sse":
+            events = _sse(flow.encoded_stream(first, futures, encoder, _delta))
+            return StreamingResponse(events, media_type="text/event-stream", headers=extra)
+        hdrs = {**headers(body.response_format, OPENAI_PCM_RATE_HZ), **extra}
+        return StreamingResponse(flow.encoded_stream(first, futures, encoder), headers=hdrs)
+
+    return api
+
+
+def _delta(piece: bytes) -> bytes:
+    event = {"type": "speech.audio.delta", "audio": base64.b64encode(piece).decode("ascii")}
+    return f"data: {json.dumps(event)}\n\n".encode()
+
+
+async def _sse(deltas: Any) -> Any:
+    async for d in deltas:
+        yield d
+    usage = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+    done = {"type": "speech.audio.done", "usage": usage}
+    yield f"data: {json.dumps(done)}\n\n".encode()
