@@ -74,7 +74,10 @@ class OutputGuard:
                 self.say(f"audio output lost: {fault.reason}. The show is held where it was; Troupe "
                          "reopens the output as soon as the device is back")  # fmt: skip
             if fault.final or now - self._lost_at >= GIVE_UP_S:
-                self._give_up(now)
+                # PortAudio here is left alone unless the device itself went away (a stall,
+                # or this process's own stream stopped): a killed audio process is not that
+                device_gone = not fault.final or isinstance(self.output, AudioOutput)
+                self._give_up(now, device_gone)
             return
         if not self.lost:
             return
@@ -94,12 +97,13 @@ class OutputGuard:
             self.reopened += 1
             self.say("audio output is back: the show goes on from where it was")
 
-    def _give_up(self, now: float) -> None:
+    def _give_up(self, now: float, device_gone: bool) -> None:
         """Drop the stream without waiting on it; reopening starts after a back-off."""
         assert self.output is not None
         self.output.abandon()
         self.output = None
-        forget_portaudio()
+        if device_gone:
+            forget_portaudio()
         self._backoff = FIRST_RETRY_S
         self._next_try = now + FIRST_RETRY_S
 

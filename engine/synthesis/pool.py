@@ -173,8 +173,8 @@ class EspeakPool:
         while True:
             job = self._jobs.get()
             if job is None or self.closing:
-                if job is not None:
-                    job[0].cancel()
+                if job is not None and job[0].set_running_or_notify_cancel():
+                    job[0].set_exception(SynthesisError("the espeak-ng pool was closed"))
                 break
             future, text, voice = job
             if not future.set_running_or_notify_cancel():
@@ -248,5 +248,5 @@ class EspeakPool:
                 job = self._jobs.get_nowait()
             except queue.Empty:
                 break
-            if job is not None:
-                job[0].cancel()
+            if job is not None and job[0].set_running_or_notify_cancel():
+                job[0].set_exception(SynthesisError("the espeak-ng pool was closed"))

@@ -193,7 +193,7 @@ def test_autosave_and_recovery_after_a_crash(qtbot, engine: Engine, make_window,
         w2.recovery.recover.click()
         qtbot.waitUntil(lambda: second.script is not None and second.cast["IRIS"].pitch == 77)
         qtbot.waitUntil(lambda: not kept.exists())  # recovered: the file goes
-        assert second.project_path is None  # Save asks where: never into the recovery file
+        qtbot.waitUntil(lambda: second.project_path is None)  # Save asks where: never the recovery file
         assert not w2.recovery.isVisibleTo(w2)
         w2.close()
         assert not (data / "running.lock").exists()
