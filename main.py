@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -23,16 +24,18 @@ DEMO = Path(__file__).resolve().parent / "assets" / "demo" / "the_last_broadcast
 
 
 def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from engine.cast import Cast, load_project
+    from engine.cast import Cast
+    from engine.project import read_project, use_voicing
     from engine.script import load_script
 
     edits: dict[int, str] = {}
     keep = None
     script_path = args.script or DEMO
     if args.project:
-        saved_script, saved, edits = load_project(args.project)
-        keep = saved.voices
-        script_path = args.script or Path(saved_script)
+        project = read_project(args.project)
+        use_voicing(project)
+        keep, edits = project.cast.voices, project.edits
+        script_path = args.script or project.script
     script = load_script(script_path)
     return script, Cast.auto(script, keep, natural=_piper_voices()), edits
 
@@ -156,9 +159,36 @@ def cmd_render(args: argparse.Namespace) -> int:
     return 0
 
 
+def _interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _stop_on_signals() -> None:
+    """SIGTERM and SIGHUP (a closed terminal, a service manager) end a show as Ctrl+C does:
+    the engine closes, its children go with it and the summary is printed."""
+    from engine.core.process import start_resource_tracker
+
+    start_resource_tracker()
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupt)
+
+
+def _print_messages(engine) -> None:  # type: ignore[no-untyped-def]
+    """The banner's messages (a lost device and its return, failed lines) on stderr."""
+    import queue
+
+    while True:
+        try:
+            print(f"troupe: {engine.messages.get_nowait()}", file=sys.stderr, flush=True)
+        except queue.Empty:
+            return
+
+
 def cmd_play(args: argparse.Namespace) -> int:
     from engine.audio_io.output import OutputSettings, terminate_portaudio
     from engine.service import Engine, EngineSettings
+
+    _stop_on_signals()
 
     settings = EngineSettings(
         processes=args.processes,
@@ -176,6 +206,7 @@ def cmd_play(args: argparse.Namespace) -> int:
         print(f"playing {script.title!r}: {len(script.cues)} lines, {len(script.roles)} roles")
         limit = time.monotonic() + args.seconds if args.seconds else None
         while limit is None or time.monotonic() < limit:
+            _print_messages(engine)
             snap = engine.snapshot()
             voiced = snap.cues and all(c.state in ("played", "failed") for c in snap.cues)
             if snap.status == "ended" or voiced:
@@ -184,8 +215,11 @@ def cmd_play(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # NB: closing is not interrupted twice
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
         snap = engine.snapshot()
         engine.close()
+        _print_messages(engine)
         terminate_portaudio()
     f = snap.figures
     played = sum(c.state == "played" for c in snap.cues)

@@ -5,6 +5,7 @@ cast panel, ad-lib box, transport and export. It reaches the engine only through
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Callable
 from dataclasses import replace
@@ -39,9 +40,11 @@ from app.heatmap import HeatmapWidget
 from app.jobs import RenderJob
 from app.monitor import LatencyMonitor
 from app.pending import Pending
+from app.recovery import RecoveryOffer
 from app.session import Session
 from app.timeline import TimelineWidget
 from engine.core.errors import TroupeError
+from engine.core.process import start_resource_tracker
 from engine.core.types import Script
 from engine.render import RenderResult
 from engine.service import SCRIPT_SUFFIXES, Engine, EngineSettings, EngineSnapshot
@@ -70,6 +73,7 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.resize(1500, 920)
         self.banner = Banner()
+        self.recovery = RecoveryOffer()
         self.cue_model = CueTableModel(on_edit=self._edit_line)
         self.cues = QTableView()
         self.cues.setModel(self.cue_model)
@@ -107,7 +111,7 @@ class MainWindow(QMainWindow):
         self.bridge.message_posted.connect(self.banner.show_message)
         self.bridge.start()
         self.session.restore_window(self)
-        self.session.start(self.banner, self._recover)
+        self.session.start(self.recovery, self._recover)
 
     # --- layout ---------------------------------------------------------------------
     def _build_layout(self) -> None:
@@ -130,6 +134,7 @@ class MainWindow(QMainWindow):
         central = QWidget()
         cv = QVBoxLayout(central)
         cv.setContentsMargins(4, 4, 4, 4)
+        cv.addWidget(self.recovery)
         cv.addWidget(self.banner)
         cv.addWidget(split, 1)
         self.setCentralWidget(central)
@@ -290,8 +295,25 @@ class MainWindow(QMainWindow):
                            lambda _: self.statusBar().showMessage(f"saved {path}", 5000))  # fmt: skip
 
     def _recover(self, path: Path) -> None:
-        if self.open_project(path):
-            self.banner.show_message("recovered the cast and edits of the session that did not close")
+        """Open a recovery file; Save then goes to the crashed session's own project file
+        (or asks where, if it had none), never into the recovery file."""
+        origin = self.session.origin(path)
+        try:
+            future = self.engine.begin_open_project(path)
+        except TroupeError as exc:
+            self.banner.show_message(str(exc))
+            return
+
+        def opened(_script: Script) -> None:
+            self.engine.submit(lambda: setattr(self.engine, "project_path", origin))
+            self.session.discard(path)
+            self.bridge.poll()
+            where = f"Save goes to {origin}" if origin else "Save asks where to save it"
+            self.banner.show_message(
+                f"recovered the cast and edits of the session that did not close; {where}"
+            )
+
+        self.pending.watch(future, "recovering", self.banner.show_message, opened)
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
         urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
@@ -468,6 +490,7 @@ def run_gui(args: argparse.Namespace) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Troupe")
     app.setOrganizationName("Troupe")
+    start_resource_tracker()  # before the engine's children: see `_quit_on_signals`
     settings = EngineSettings(
         processes=getattr(args, "processes", 1) or 1,
         audio_process=not getattr(args, "in_process_audio", False),
@@ -478,10 +501,26 @@ def run_gui(args: argparse.Namespace) -> int:
     window = MainWindow(engine)
     window.open_script(getattr(args, "gui_script", None) or DEMO)
     window.show()
+    _quit_on_signals(app)
     code = _smoke(app, window) if getattr(args, "smoke", False) else app.exec()
     window.close()
     engine.close()
     return code
+
+
+def _quit_on_signals(app: QApplication) -> None:
+    """Ctrl+C, SIGTERM and SIGHUP close the window as its close button does (the engine
+    and its child processes close with it). Qt's loop runs no Python, so a timer lets
+    Python's signal handlers run."""
+
+    def quit_(_signum: int, _frame: object) -> None:
+        app.quit()
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, quit_)
+    timer = QTimer(app)
+    timer.timeout.connect(lambda: None)
+    timer.start(200)
 
 
 def _smoke(app: QApplication, window: MainWindow) -> int:

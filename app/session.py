@@ -3,7 +3,10 @@ the project every 30 s, and recovery after a run that did not close cleanly."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
@@ -11,7 +14,7 @@ from pathlib import Path
 from PySide6.QtCore import QSettings, QStandardPaths, QTimer
 from PySide6.QtWidgets import QMainWindow
 
-from app.banner import Banner
+from app.recovery import RecoveryOffer
 from engine.service import Engine
 
 AUTOSAVE_MS = 30_000
@@ -31,30 +34,59 @@ class Session:
         )
         self.data_dir = base
         self.autosave_path = base / "autosave.troupe.json"
+        self.origin_path = base / "autosave.origin"
+        """The director's project file at the last autosave ('' for none): where Save goes
+        after a recovery."""
+        self.recovery_dir = base / "recovered"
         self.lock_path = base / "running.lock"
         self.timer = QTimer()
         self.timer.setInterval(AUTOSAVE_MS)
         self.timer.timeout.connect(self.autosave)
 
-    def start(self, banner: Banner, recover: Callable[[Path], None]) -> None:
-        """Offer recovery if the last run did not close cleanly, then mark this one running."""
+    def start(self, offer: RecoveryOffer, recover: Callable[[Path], None]) -> None:
+        """Keep the last run's autosave if it did not close cleanly (one file per crash,
+        never overwritten), offer every kept one, then mark this run running."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         crashed = self.lock_path.exists() and self.autosave_path.exists()
         self.lock_path.write_text(str(os.getpid()))
         if crashed:
-            path = self.data_dir / "recovered.troupe.json"
-            self.autosave_path.replace(path)  # this run's autosave must not overwrite it
-            banner.show_message(
-                "Troupe did not close cleanly last time; its cast and line edits were autosaved.",
-                "Recover", lambda: recover(path),
-            )  # fmt: skip
+            self.recovery_dir.mkdir(exist_ok=True)
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            kept = self.recovery_dir / f"recovered-{stamp}-{secrets.token_hex(3)}.troupe.json"
+            self.autosave_path.replace(kept)  # this run's autosave must not overwrite it
+            if self.origin_path.exists():
+                self.origin_path.replace(kept.with_suffix(".origin"))
+        if self.recoveries():
+            offer.offer(self.recoveries(), recover, self.discard)
         self.timer.start()
+
+    def recoveries(self) -> list[Path]:
+        """Recovery files not yet recovered or discarded, newest first."""
+        if not self.recovery_dir.is_dir():
+            return []
+        return sorted(self.recovery_dir.glob("recovered-*.troupe.json"), reverse=True)
+
+    def origin(self, recovery: Path) -> Path | None:
+        """The project file the crashed session was saving to, if it had one."""
+        try:
+            text = recovery.with_suffix(".origin").read_text().strip()
+        except OSError:
+            return None
+        return Path(text) if text else None
+
+    def discard(self, recovery: Path) -> None:
+        """Forget a recovery file (recovered or discarded by the director)."""
+        recovery.unlink(missing_ok=True)
+        recovery.with_suffix(".origin").unlink(missing_ok=True)
 
     def autosave(self) -> Future[None] | None:
         """Save the project (script path, cast, edits) to the autosave file, on the engine
         thread (the window does not wait); never raises. The future, or None with no script."""
         if self.engine.script is None:
             return None
+        origin = self.engine.project_path  # NB: one reference read
+        with contextlib.suppress(OSError):  # the next autosave tries again
+            self.origin_path.write_text(str(origin or ""))
         future = self.engine.begin_save_project(self.autosave_path, as_current=False)
         future.add_done_callback(_ignore_errors)  # a failed autosave waits for the next one
         return future

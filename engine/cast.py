@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -180,38 +179,22 @@ class Cast:
 
 
 def save_project(
-    path: str | Path, script_path: str, cast: Cast, edits: Mapping[int, str] | None = None
+    path: str | Path,
+    script_path: str,
+    cast: Cast,
+    edits: Mapping[int, str] | None = None,
+    extras: Mapping[str, object] | None = None,
 ) -> None:
-    """Write the project file (JSON): script path, cast and line edits. Atomic replace."""
+    """Write the project file (JSON): script path, cast, line edits and the tables read with
+    it (`lexicon`, `delivery`), so saving never drops them. Atomic replace."""
     path = Path(path)
     data = {
         "troupe_project": 1,
         "script": script_path,
         "cast": cast.to_dict(),
         "edits": {str(k): v for k, v in sorted((edits or {}).items())},
+        **(extras or {}),
     }
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     tmp.replace(path)  # never leave a half-written project behind
-
-
-def load_project(path: str | Path) -> tuple[str, Cast, dict[int, str]]:
-    """Read a project file (JSON or TOML); return (script path, cast, edits)."""
-    path = Path(path)
-    try:
-        raw = path.read_text(encoding="utf-8")
-        data = tomllib.loads(raw) if path.suffix.lower() == ".toml" else json.loads(raw)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CastError(f"{path}: cannot read the project file ({exc})") from exc
-    except json.JSONDecodeError as exc:
-        raise CastError(f"{path}, line {exc.lineno}: invalid JSON ({exc.msg})") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise CastError(f"{path}: invalid TOML ({exc})") from exc
-    if not isinstance(data, dict) or "cast" not in data:
-        raise CastError(f"{path}: not a Troupe project (expected a 'cast' table)")
-    cast = Cast.from_dict(data["cast"], where=str(path))
-    try:
-        edits = {int(k): str(v) for k, v in dict(data.get("edits", {})).items()}
-    except (TypeError, ValueError) as exc:
-        raise CastError(f"{path}: 'edits' must map cue numbers to text") from exc
-    return str(data.get("script", "")), cast, edits

@@ -20,26 +20,29 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from engine.audio_io.guard import OutputGuard
 from engine.audio_io.output import (
     AudioOutput,
     AudioProcess,
     OutputSettings,
     list_output_devices,
-    make_output,
     raise_priority,
 )
 from engine.audio_io.ring import MixRing
-from engine.cast import Cast, load_project, save_project
+from engine.cast import Cast, save_project
 from engine.core.clock import Clock, monotonic
 from engine.core.errors import EngineBusy, TroupeError
+from engine.core.process import steady_heap
 from engine.core.types import Script
 from engine.metrics import AnomalyDetector, Rolling
 from engine.mixer import Pacing
+from engine.project import read_project, use_voicing
 from engine.render import Progress, RenderResult, render_script
 from engine.scheduler import Request, Scheduler, SchedulerConfig, State
 from engine.scheduler.backend import neural_voice_ids, standard_backends
 from engine.script import SUFFIXES, load_script
 from engine.script.common import normalise_role
+from engine.script.limits import MAX_LINE_CHARS
 from engine.show import Show
 from engine.snapshot import HISTORY_COLUMNS, CueView, EngineSnapshot, Figures, build_snapshot
 from engine.synthesis.base import VoiceInfo
@@ -79,6 +82,7 @@ class Engine:
     def __init__(self, settings: EngineSettings | None = None, clock: Clock = monotonic) -> None:
         self.settings = settings or EngineSettings()
         self.clock = clock
+        steady_heap()
         self.ring = MixRing(self.settings.ring_frames)
         # Neural models load when a role is first cast to them (see `_warm_up`), not at start.
         backends = standard_backends(self.settings.processes, self.settings.neural, warm_up=False)
@@ -86,8 +90,11 @@ class Engine:
         self.script: Script | None = None
         self.cast = Cast()
         self.show: Show | None = None
-        self.output: AudioOutput | AudioProcess | None = None
+        self.guard = OutputGuard(self.ring, self._say, clock)
+        """The output stream, watched and reopened after a fault (see `output`)."""
         self.project_path: Path | None = None
+        self.project_extras: dict[str, Any] = {}
+        """The open project's `lexicon` and `delivery` tables, written back on save."""
         self.edits: dict[int, str] = {}
         self.messages: queue.SimpleQueue[str] = queue.SimpleQueue()
         """Errors and notices for the GUI's banner (already user-readable)."""
@@ -134,6 +141,7 @@ class Engine:
             pass
         if self.show is not None:
             self.show.tick()
+        self.guard.poll()
         if self.output is not None:
             self.output.sync_controls()
         self._record()
@@ -252,9 +260,21 @@ class Engine:
         self.history = np.zeros((len(script.roles), HISTORY_COLUMNS), np.float32)
         self._snapshot = self._build_snapshot()
 
+    def _say(self, message: str) -> None:
+        self.messages.put(message)
+
+    @property
+    def output(self) -> AudioOutput | AudioProcess | None:
+        return self.guard.output  # NB: one reference read
+
     @property
     def output_open(self) -> bool:
-        return self.output is not None  # NB: one reference read
+        return self.output is not None
+
+    @property
+    def output_lost(self) -> str:
+        """Why the output was lost while Troupe reopens it ('' when it plays or is closed)."""
+        return self.guard.lost
 
     @property
     def block_frames(self) -> int:
@@ -267,9 +287,7 @@ class Engine:
     def begin_open_output(self) -> Future[None]:
         def open_() -> None:
             if self.output is None:
-                out = make_output(self.ring, self.settings.output, self.settings.audio_process)
-                out.start()
-                self.output = out
+                self.guard.open(self.settings.output, self.settings.audio_process)
 
         return self.submit(open_)
 
@@ -277,9 +295,7 @@ class Engine:
         wait(self.submit(self._close_output), 30)
 
     def _close_output(self) -> None:
-        if self.output is not None:
-            self.output.stop()
-            self.output = None
+        self.guard.close()
 
     def set_device(self, device: str | int | None) -> None:
         wait(self.begin_set_device(device), 60)
@@ -288,13 +304,11 @@ class Engine:
         """Switch the output device (reopened at once if it was open)."""
 
         def switch() -> None:
-            was_open = self.output is not None
+            was_open = self.output is not None or bool(self.guard.lost)
             self._close_output()
             self.settings = replace(self.settings, output=replace(self.settings.output, device=device))
             if was_open:
-                out = make_output(self.ring, self.settings.output, self.settings.audio_process)
-                out.start()
-                self.output = out
+                self.guard.open(self.settings.output, self.settings.audio_process)
 
         return self.submit(switch)
 
@@ -410,6 +424,8 @@ class Engine:
         text = text.strip()
         if not text:
             raise TroupeError(f"cue {index + 1}: a line cannot be empty")
+        if len(text) > MAX_LINE_CHARS:
+            raise TroupeError(f"cue {index + 1}: a line is limited to {MAX_LINE_CHARS:,} characters")
 
         def edit() -> None:
             self.edits[index] = text
@@ -464,7 +480,7 @@ class Engine:
         def save() -> None:
             if self.script is None:
                 raise TroupeError("nothing to save: no script is loaded")
-            save_project(path, self.script.path, self.cast, self.edits)
+            save_project(path, self.script.path, self.cast, self.edits, self.project_extras)
             if as_current:
                 self.project_path = Path(path)
 
@@ -475,11 +491,15 @@ class Engine:
 
     def begin_open_project(self, path: str | Path) -> Future[Script]:
         """`open_project` without waiting (files read here; errors raised at once)."""
-        script_path, cast, edits = load_project(path)
-        script = load_script(script_path)
+        project = read_project(path)
+        script = load_script(project.script)
 
         def swap() -> Script:
-            self._install(script, Cast.auto(script, cast.voices, natural=self.natural_voices()), edits)
+            self._install(
+                script, Cast.auto(script, project.cast.voices, natural=self.natural_voices()), project.edits
+            )
+            use_voicing(project)
+            self.project_extras = project.extras
             self.project_path = Path(path)
             return script
 
@@ -496,12 +516,12 @@ class Engine:
         return render_script(script, cast, out, synth, stems, self.settings.pacing, edits, progress, cancel)
 
     def close(self) -> None:
-        if self.output is not None:
-            with contextlib.suppress(TroupeError):
-                self.close_output()
+        with contextlib.suppress(TroupeError):
+            wait(self.submit(self._close_output), 5)
         self._stop.set()
         self._wake.set()
         self._thread.join(10)
+        self.guard.close()  # NB: if the engine thread did not answer
         for thread in self._warm_ups.values():
             thread.join()  # a model still loading must not outlive the interpreter
         if self.show is not None:

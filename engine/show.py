@@ -20,7 +20,7 @@ import numpy as np
 from engine.audio_io.ring import MixRing
 from engine.cast import Cast
 from engine.core.clock import Clock, monotonic
-from engine.core.errors import TroupeError
+from engine.core.errors import QueueFull, TroupeError
 from engine.core.types import Script, Voice
 from engine.mixer import Clip, MixControls, Mixer, Pacing
 from engine.scheduler import Request, RequestClass, Scheduler, State
@@ -30,6 +30,8 @@ from engine.synthesis.delivery import delivered_audio, delivered_voice
 from engine.synthesis.text import split_chunks
 
 BLOCK_FRAMES = 1024
+RELEASE_AFTER_S = 1.0
+"""A line's audio is let go this long after the listener heard its end (see `_release_heard`)."""
 __all__ = ["BLOCK_FRAMES", "CueState", "CueTrack", "Show", "ShowStats"]
 
 
@@ -79,6 +81,8 @@ class Show:
         self._planned: dict[int, float] = {}
         self._block = np.zeros((BLOCK_FRAMES, ring.channels), np.float32)
         self._last_tick = -1e9
+        self._release_from = 0
+        self._last_release = -1e9
         for role in script.roles:
             self.scheduler.set_weight(role, self.scheduler.weights.get(role, cast[role].weight))
         self._replan()
@@ -167,9 +171,12 @@ class Show:
                     self._set_state(t, CueState.READY)
                 continue
             klass = RequestClass.SCRIPTED if start - self.write_s < self.prefetch_s else RequestClass.PREFETCH
-            self._submit(t, klass)
+            if not self._submit(t, klass):
+                return  # the queue is full: the rest waits for the next turn
 
-    def _submit(self, t: CueTrack, klass: RequestClass) -> None:
+    def _submit(self, t: CueTrack, klass: RequestClass) -> bool:
+        """Queue every chunk of `t`; False (nothing queued) when the queue is full: the
+        engine thread never waits for room, and the line is asked for again next turn."""
         voice = delivered_voice(self.cast[t.cue.role], t.cue.hints)
         gen = t.generation
         t.audio = [None] * len(t.chunks)
@@ -177,8 +184,15 @@ class Show:
         for k, (text, deadline) in enumerate(zip(t.chunks, self._chunk_deadlines(t), strict=True)):
             r = Request(t.cue.role, text, voice, deadline, klass, t.cue.index, k, len(t.chunks))
             r.on_done = lambda req, track=t, g=gen: self._on_done(track, g, req)
-            t.requests.append(self.scheduler.submit(r, timeout_s=0.5))
+            try:
+                t.requests.append(self.scheduler.submit(r, timeout_s=0.0))
+            except QueueFull:
+                self.scheduler.cancel_requests(t.requests)
+                t.requests, t.audio = [], []
+                self.stats.queue_full += 1
+                return False
         self._set_state(t, CueState.QUEUED)
+        return True
 
     def _on_done(self, t: CueTrack, generation: int, r: Request) -> None:
         if self.on_request_done is not None:
@@ -230,8 +244,8 @@ class Show:
                 return t.state is CueState.FAILED or self._behind(t)
             # Earlier lines are placed already; their full length must be known to place this one.
             earlier = self.tracks[max(0, t.cue.index - 3) : t.cue.index]
-            if t.cue.start_s is None and not all(p.known or p.skipped or p.state is CueState.FAILED
-                                                 for p in earlier):  # fmt: skip
+            if t.cue.start_s is None and not all(p.known or p.released or p.skipped
+                                                 or p.state is CueState.FAILED for p in earlier):  # fmt: skip
                 return False
             self._replan()
             planned = self._planned[t.cue.index]
@@ -312,6 +326,28 @@ class Show:
         self._hold_for_go()
         self._check_end()
         self._render_ahead()
+        if now - self._last_release >= 0.25:
+            self._last_release = now
+            self._release_heard()
+
+    def _release_heard(self) -> None:
+        """Flat memory for any show length: a line the listener has passed leaves the mixer
+        and its audio is let go (a jump back voices it again); ad-libs likewise, but for the
+        latest few, which the director may still keep."""
+        if self.loop is not None:
+            return  # the loop replays its scene's clips
+        heard = (self.ring.read_pos - self.origin) / SR - RELEASE_AFTER_S
+        k = self._release_from
+        while k < self._next_place and k < len(self.tracks):
+            t = self.tracks[k]
+            if not (t.released or t.skipped or t.state is CueState.FAILED or t.start_s is None):
+                if not t.known or t.placed_chunks < len(t.chunks) or t.start_s + t.est_duration_s > heard:
+                    break
+                self.mixer.remove_cue(t.cue.index)
+                t.release()
+            k += 1
+        self._release_from = k
+        self.adlibs.release_heard(heard)
 
     # --- transport -------------------------------------------------------------------
     def _apply_transport(self) -> None:
@@ -380,6 +416,7 @@ class Show:
             t.chunks = split_chunks(text) or [text]
         t.placed_chunks = 0
         t.audio = []
+        t.released, t.duration_s = False, None
         keep_start = t.start_s
         self._set_state(t, CueState.PENDING)
         self._replan()
@@ -416,6 +453,12 @@ class Show:
         self.origin = self.ring.write_pos - round(show_s * SR)
         self.ended = False
         self.adlibs.drop_from_mix()
+        for t in self.tracks:
+            if t.released and show_s < (t.start_s or 0.0) + t.est_duration_s:
+                t.revoice()  # heard and let go: voiced again to be heard again
+                self._set_state(t, CueState.PENDING)
+        self._release_from = 0
+        self.scheduler.wake.set()  # lines to voice again are asked for at the next turn
         for t in self.timeline:
             if t.skipped and self._planned[t.cue.index] + t.est_duration_s >= show_s:
                 t.skipped = False  # seeking back: voice what was jumped over

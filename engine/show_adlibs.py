@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from engine.show import Show
 
 
+KEEPABLE = 16
+"""How many of the latest ad-libs keep their audio after they are heard, so that the
+director can still keep one in the show."""
+
+
 class Adlibs:
     """The show's ad-libs; cue indices follow the script's (script cues first)."""
 
@@ -46,7 +51,7 @@ class Adlibs:
         r = Request(role, text, voice, show.deadline(show.write_s), RequestClass.ADLIB, index)
         r.on_done = lambda req: self._voiced(t, req)
         t.audio, t.requests, t.state = [None], [r], CueState.QUEUED
-        show.scheduler.submit(r, timeout_s=0.5)  # raises QueueFull before anything is added
+        show.scheduler.submit(r, timeout_s=0.0)  # QueueFull at once: the engine thread never waits
         self.tracks.append(t)
         show.stats.adlibs.append(r)
         return r
@@ -97,6 +102,19 @@ class Adlibs:
             elif head_s >= t.start_s and t.state is not CueState.PLAYING:
                 self.show._set_state(t, CueState.PLAYING)
 
+    def release_heard(self, heard_s: float) -> None:
+        """Ad-libs heard before `heard_s` leave the mixer; the audio of all but the latest
+        `KEEPABLE` is let go (a kept ad-lib is a cue: the show releases it like a line)."""
+        recent = len(self.tracks) - KEEPABLE
+        for k, t in enumerate(self.tracks):
+            if t.kept or t.released or t.start_s is None or not t.known:
+                continue
+            if t.start_s + t.est_duration_s > heard_s:
+                continue
+            self.show.mixer.remove_cue(t.cue.index)
+            if k < recent or t.deleted:
+                t.release()
+
     def drop_from_mix(self) -> None:
         """A jump or Stop: ad-libs not kept are not heard again (one still playing stops)."""
         for t in self.tracks:
@@ -108,6 +126,9 @@ class Adlibs:
         """Keep an ad-lib in the show: a cue at the time it was heard, replayed like any other."""
         t = self.get(cue_index)
         audio = t.audio[0] if t.known else None
+        if t.released:
+            raise TroupeError(f"cue {cue_index + 1}: only the latest {KEEPABLE} ad-libs can be kept "
+                              "(older ones' audio is let go); speak it again to keep it")  # fmt: skip
         if t.start_s is None or audio is None:
             raise TroupeError(f"cue {cue_index + 1}: an ad-lib can be kept once it has been voiced")
         if not t.kept:

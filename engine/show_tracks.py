@@ -60,12 +60,33 @@ class CueTrack:
     kept: bool = False
     """An ad-lib the director kept in the show: replayed like a scripted cue at its time."""
     deleted: bool = False
+    released: bool = False
+    """Heard, and its audio let go (memory stays flat however long the show); it keeps its
+    place and length on the timeline and is voiced again if a jump comes back to it."""
+    duration_s: float | None = None
+    """The length of its last take, kept when its audio is released."""
 
     @property
     def est_duration_s(self) -> float:
         if self.known:
             return sum(len(a) for a in self.audio if a is not None) / SR
+        if self.duration_s is not None:
+            return self.duration_s
         return spoken_length_s(self.cue.text, self.rate_wpm)
+
+    def release(self) -> None:
+        """Let go of the audio of a take that has been heard (its length is kept)."""
+        self.duration_s = self.est_duration_s
+        for r in self.requests:
+            r.audio = None
+        self.audio, self.requests = [], []
+        self.released = True
+
+    def revoice(self) -> None:
+        """Take a released cue off the timeline so that it is voiced and placed again."""
+        self.released = False
+        self.generation += 1
+        self.unplace()
 
     @property
     def known(self) -> bool:
@@ -95,6 +116,8 @@ class ShowStats:
     """Lines placed after their planned start (a deadline miss at the show level)."""
     failed: dict[int, str] = field(default_factory=dict)
     late_ms: list[float] = field(default_factory=list)
+    queue_full: int = 0
+    """Turns on which a line found the synthesis queue full (asked for again next turn)."""
     adlibs: list[Request] = field(default_factory=list)
 
 

@@ -78,6 +78,8 @@ class EngineSnapshot:
     path: str = ""
     playing: bool = False
     output_open: bool = False
+    output_lost: str = ""
+    """Why the audio output was lost, while Troupe reopens it ('' otherwise)."""
     playhead_s: float = 0.0
     end_s: float = 0.0
     cues: tuple[CueView, ...] = ()
@@ -93,7 +95,8 @@ class EngineSnapshot:
     """(show time s, latency ms, missed) of recent lines, for the rolling plot."""
     cue_stack: bool = False
     status: str = "stopped"
-    """'stopped' (at the top), 'playing', 'paused', 'waiting for GO' (cue-stack mode) or 'ended'."""
+    """'stopped' (at the top), 'playing', 'paused', 'waiting for GO' (cue-stack mode), 'ended',
+    or 'audio lost' (playing, while Troupe reopens a lost output)."""
 
 
 class SnapshotSource(Protocol):
@@ -114,6 +117,9 @@ class SnapshotSource(Protocol):
     def output_open(self) -> bool: ...
 
     @property
+    def output_lost(self) -> str: ...
+
+    @property
     def block_frames(self) -> int: ...
 
 
@@ -121,7 +127,7 @@ def build_snapshot(engine: SnapshotSource, version: int) -> EngineSnapshot:
     """Everything the GUI draws, read from the engine at one moment (on its thread)."""
     show = engine.show
     if show is None or engine.script is None:
-        return EngineSnapshot(version=version, output_open=engine.output_open)
+        return EngineSnapshot(version=version, output_open=engine.output_open, output_lost=engine.output_lost)
     shown = show.tracks + [t for t in show.adlibs.tracks if not t.deleted]
     cues = tuple(_cue_view(show, t) for t in shown)
     times = engine.ring.callback_times_ns()[-512:]
@@ -143,12 +149,23 @@ def build_snapshot(engine: SnapshotSource, version: int) -> EngineSnapshot:
     return EngineSnapshot(
         version=version, title=engine.script.title, path=engine.script.path,
         playing=engine.ring.playing and engine.output_open, output_open=engine.output_open,
+        output_lost=engine.output_lost,
         playhead_s=show.playhead_s, end_s=show.end_s, cues=cues, roles=tuple(engine.script.roles),
         voices={r: engine.cast[r] for r in engine.script.roles},
         scenes=tuple(s.heading for s in engine.script.scenes), priorities=engine.history.copy(),
         figures=figures, latency_points=points[-400:], cue_stack=show.cue_stack,
-        status=show.status if engine.output_open or show.status != "playing" else "paused",
+        status=_status(show.status, engine.output_open, engine.output_lost),
     )  # fmt: skip
+
+
+def _status(status: str, output_open: bool, output_lost: str) -> str:
+    """The show's status as the director reads it: a playing show with no output is
+    'audio lost' while Troupe reopens the device, else 'paused'."""
+    if status != "playing":
+        return status
+    if output_lost:
+        return "audio lost"
+    return status if output_open else "paused"
 
 
 def _cue_view(show: Show, t: CueTrack) -> CueView:

@@ -7,11 +7,15 @@ process never hold the GIL the callback needs.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import signal
+import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from multiprocessing.connection import Connection, wait
+from typing import Any, NamedTuple
 
 import numpy as np
 import sounddevice as sd
@@ -19,7 +23,9 @@ from numpy.typing import NDArray
 
 from engine.audio_io.callback import RenderState, render
 from engine.audio_io.ring import TIMING_SLOTS, MixRing
+from engine.audio_io.watch import StallWatch
 from engine.core.errors import AudioDeviceError
+from engine.core.process import die_with_parent
 
 
 @dataclass(frozen=True)
@@ -31,6 +37,14 @@ class OutputSettings:
     block_frames: int = 256
     sample_rate_hz: int = 48_000
     latency: str | float = "low"
+
+
+class Fault(NamedTuple):
+    """Why an output stopped playing; `final` when it cannot come back by itself (a dead
+    process, a stopped stream), not when callbacks merely stopped (a stall may pass)."""
+
+    reason: str
+    final: bool
 
 
 def list_output_devices() -> list[dict[str, Any]]:
@@ -88,10 +102,15 @@ class AudioOutput:
         self.state = RenderState(ring.playing, ring.gain)
         self._control_seq = ring.control_seq
         self._stream: sd.OutputStream | None = None
+        self._watch = StallWatch(ring)
+        self._detached = False
 
     def _callback(self, outdata: NDArray[np.float32], frames: int, t: Any, status: Any) -> None:
         t0 = time.perf_counter_ns()
         ring = self.ring
+        if self._detached:  # given up or closing: this stream no longer touches the ring
+            outdata.fill(0.0)
+            return
         try:
             if status.output_underflow:
                 ring.count_xrun()  # PortAudio says the device ran dry: an audible glitch
@@ -124,20 +143,63 @@ class AudioOutput:
                 callback=self._callback,
             )
             self._stream.start()
+            self._watch.restart()
         except sd.PortAudioError as exc:
             self.ring.set_consumer_attached(False)
             raise AudioDeviceError(f"cannot open the audio output ({exc})") from exc
+
+    def launch(self) -> None:
+        """Open the stream (in this process this is all of starting)."""
+        self.start()
+
+    def poll_started(self) -> bool:
+        return self._stream is not None
 
     @property
     def active(self) -> bool:
         return self._stream is not None and self._stream.active
 
+    def fault(self) -> Fault | None:
+        """Why the stream no longer plays (no callback lately, or stopped), or None."""
+        if self._stream is None:
+            return None
+        if self._watch.stalled():  # NB: first: asking PortAudio may block while its server dies
+            return Fault("the audio device stopped playing", final=False)
+        if not self._stream.active:
+            return Fault("the audio stream stopped", final=True)
+        return None
+
     def stop(self) -> None:
+        """Stop and close the stream; one that does not stop within 5 s is left to a
+        background thread (a device that vanished is `abandon`ed, never stopped)."""
+        stream, self._stream = self._stream, None
+        if stream is None:
+            return
+        self._detached = True
+        done = threading.Event()
+
+        def close() -> None:
+            with contextlib.suppress(Exception):
+                stream.stop()
+                stream.close()
+            done.set()
+
+        threading.Thread(target=close, name="troupe-stream-close", daemon=True).start()
+        done.wait(5.0)
+        self.ring.set_consumer_attached(False)
+
+    def abandon(self) -> None:
+        """Drop a stream whose device is gone without touching it (stopping or closing it
+        would abort inside PortAudio's JACK host API); it is kept referenced until exit."""
+        self._detached = True
         if self._stream is not None:
-            self._stream.stop()
-            self._stream.close()
+            _ABANDONED.append(self._stream)
             self._stream = None
-            self.ring.set_consumer_attached(False)
+        self.ring.set_consumer_attached(False)
+
+
+_ABANDONED: list[Any] = []
+"""Streams on a vanished device: never closed, never collected (their finaliser would close)."""
 
 
 AUDIO_PRIORITY = 20
@@ -175,60 +237,114 @@ def raise_process_priority() -> None:
         raise_priority(int(task))
 
 
-def _audio_main(ring_name: str, settings: OutputSettings, status: Any, stop: Any) -> None:
+def _audio_main(ring_name: str, settings: OutputSettings, conn: Connection, parent_pid: int) -> None:
+    die_with_parent(parent_pid)  # never plays on (or keeps the ring) after the engine is gone
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # a closed terminal's hang-up and Ctrl+C
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # are the engine's to handle
     ring = MixRing.attach(ring_name)
     out = AudioOutput(ring, settings)
     try:
         out.start()
     except AudioDeviceError as exc:
-        status.send(str(exc))
+        conn.send(str(exc))
         return
     raise_process_priority()
-    status.send("")
-    while not stop.wait(0.01):
+    conn.send("")
+    while not conn.poll(0.01):  # NB: a pipe, not an Event: a killed peer cannot wedge a pipe
         out.sync_controls()
     out.stop()
     sd._terminate()
 
 
 class AudioProcess:
-    """The output stream in a dedicated child process mapping the same ring."""
+    """The output stream in a dedicated child process mapping the same ring.
+
+    The engine talks to it through one pipe and watches it by process liveness and the
+    ring's callback counter; it never waits on anything the child could hold."""
 
     def __init__(self, ring: MixRing, settings: OutputSettings = OutputSettings()) -> None:
         ctx = multiprocessing.get_context("spawn")
         self.ring = ring
-        self._status, child_end = ctx.Pipe(duplex=False)
-        self._stop = ctx.Event()
+        self._conn, self._child_end = ctx.Pipe(duplex=True)
         self._proc = ctx.Process(
             target=_audio_main,
-            args=(ring.name, settings, child_end, self._stop),
+            args=(ring.name, settings, self._child_end, os.getpid()),
             name="troupe-audio",
             daemon=True,
         )
+        self._watch = StallWatch(ring)
+        self._started = False
+
+    def launch(self) -> None:
+        """Start the child; `poll_started` says when its stream runs."""
+        self._proc.start()
+        self._child_end.close()
+
+    def poll_started(self) -> bool:
+        """True once the stream runs; raises `AudioDeviceError` if it could not start."""
+        if self._started:
+            return True
+        if self._conn.poll(0):
+            try:
+                message = self._conn.recv()  # "" once the stream runs, else the error
+            except (EOFError, OSError):
+                message = "the audio process ended while starting"
+            if message:
+                self.abandon()
+                raise AudioDeviceError(message)
+            self._started = True
+            self._watch.restart()
+            return True
+        if not self._proc.is_alive():
+            self.abandon()
+            code = self._proc.exitcode
+            raise AudioDeviceError(f"the audio process ended while starting (exit code {code})")
+        return False
 
     def start(self, timeout_s: float = 20.0) -> None:
-        self._proc.start()
-        if not self._status.poll(timeout_s):
-            self.stop()
-            raise AudioDeviceError("the audio process did not start in time")
-        message = self._status.recv()  # "" once the stream runs, else the error
-        if message:
-            self._proc.join(2)
-            raise AudioDeviceError(message)
+        self.launch()
+        give_up = time.monotonic() + timeout_s
+        while not self.poll_started():
+            if time.monotonic() > give_up:
+                self.abandon()
+                raise AudioDeviceError("the audio process did not start in time")
+            time.sleep(0.01)
 
     @property
     def active(self) -> bool:
         return self._proc.is_alive()
 
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid
+
+    def fault(self) -> Fault | None:
+        """Why the output no longer plays (the child died, or its stream stopped), or None."""
+        if not self._proc.is_alive():
+            return Fault(f"the audio process ended (exit code {self._proc.exitcode})", final=True)
+        if self._started and self._watch.stalled():
+            if wait([self._proc.sentinel], 0.02):  # a child dying this moment says why
+                return Fault(f"the audio process ended (exit code {self._proc.exitcode})", final=True)
+            return Fault("the audio device stopped playing", final=False)
+        return None
+
     def sync_controls(self) -> None:
         pass  # the child polls the ring header itself
 
     def stop(self) -> None:
-        self._stop.set()
-        self._proc.join(5)
-        if self._proc.is_alive():
-            self._proc.terminate()
-            self._proc.join(2)
+        """Ask the child to close its stream; one that does not (a lost device) is killed."""
+        with contextlib.suppress(OSError, ValueError):
+            self._conn.send("stop")
+        self._proc.join(1.0)
+        self.abandon()
+
+    def abandon(self) -> None:
+        """End the child now without asking it anything."""
+        if self._proc.pid is not None and self._proc.is_alive():
+            self._proc.kill()
+        if self._proc.pid is not None:
+            self._proc.join(1.0)
+        self._conn.close()
         if not self._proc.is_alive():
             self.ring.set_consumer_attached(False)  # a killed child could not say so itself
 
@@ -237,6 +353,14 @@ def make_output(ring: MixRing, settings: OutputSettings, audio_process: bool) ->
     return AudioProcess(ring, settings) if audio_process else AudioOutput(ring, settings)
 
 
+def forget_portaudio() -> None:
+    """After an output fault: PortAudio in this process may hold a client of a JACK server
+    that died, which can be neither used nor terminated (terminating aborts in PortAudio's
+    JACK host API). Leave it to the OS at exit; streams are reopened in the audio process."""
+    sd._initialized = 0
+
+
 def terminate_portaudio() -> None:
     """Release PortAudio (needed before a JACK server goes away)."""
-    sd._terminate()
+    if sd._initialized:
+        sd._terminate()

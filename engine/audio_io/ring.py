@@ -7,10 +7,15 @@ contiguous view and the callback never copies a wrap in two parts.
 
 from __future__ import annotations
 
+import os
+import secrets
 from multiprocessing import shared_memory
+from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
+
+from engine.core.process import alive
 
 _HEADER_BYTES = 256
 TIMING_SLOTS = 1 << 16
@@ -46,6 +51,28 @@ _HOLD_ACK = 25
 _CONSUMER = 26
 """1 while a consumer (a running stream) is attached to the ring."""
 NO_HOLD = 1 << 62
+SEGMENT_PREFIX = "troupe-ring-"
+"""Ring segments are named `troupe-ring-<pid>-<random>` so that one left by a killed run
+(its creator's pid gone) is recognised and removed at the next start."""
+SHM_DIR = Path("/dev/shm")
+
+
+def clean_stale_segments(shm_dir: Path = SHM_DIR) -> list[str]:
+    """Unlink ring segments whose creating process is gone; return their names."""
+    removed: list[str] = []
+    try:
+        entries = list(shm_dir.glob(SEGMENT_PREFIX + "*"))
+    except OSError:
+        return removed
+    for entry in entries:
+        pid = entry.name[len(SEGMENT_PREFIX) :].split("-", 1)[0]
+        if pid.isdigit() and not alive(int(pid)):
+            try:
+                entry.unlink()
+            except OSError:
+                continue
+            removed.append(entry.name)
+    return removed
 
 
 class MixRing:
@@ -69,7 +96,9 @@ class MixRing:
             if capacity_frames <= 0 or capacity_frames & (capacity_frames - 1):
                 raise ValueError(f"capacity_frames must be a power of two, got {capacity_frames}")
             size = _HEADER_BYTES + 2 * capacity_frames * channels * 4 + TIMING_SLOTS * 8
-            self._shm = shared_memory.SharedMemory(create=True, size=size)
+            clean_stale_segments()
+            name = f"{SEGMENT_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
+            self._shm = shared_memory.SharedMemory(name=name, create=True, size=size)
             self._owner = True
         else:
             self._shm = shared_memory.SharedMemory(name=name)

@@ -36,6 +36,9 @@ class SchedulerConfig:
     """Prefetch due further ahead than this may be shed when the queue is full."""
     retries: int = 1
     fallback_backend: str | None = "espeak"
+    adlib_wait_s: float = 1.0
+    """An ad-lib still waiting for a slot on its (slow) backend this long past its deadline
+    moves to the fallback backend: under overload its wait stays bounded."""
     policy_config: PolicyConfig = field(default_factory=PolicyConfig)
 
 
@@ -88,6 +91,8 @@ class Scheduler:
         self._lock = threading.Condition()
         self._completed: deque[Batch] = deque()
         self._inflight: list[Batch] = []
+        self._adlibs: list[Request] = []
+        """Ad-libs queued on a backend other than the fallback (see `_rescue_adlibs`)."""
         self.on_batch: Callable[[Batch], None] | None = None
         self.on_error: Callable[[Request, BaseException], None] | None = None
         """Told of an exception in a request's `on_done` (after it is logged and counted)."""
@@ -131,6 +136,8 @@ class Scheduler:
             r.state = State.QUEUED
             self.policy.push(r)
             self.stats.submitted += 1
+            if r.klass is RequestClass.ADLIB and r.backend != self.config.fallback_backend:
+                self._adlibs.append(r)
         self.wake.set()
         return r
 
@@ -221,6 +228,8 @@ class Scheduler:
         ended = self._drain()
         ended += self._check_timeouts()
         ended += self._dispatch()
+        if self._adlibs and self._rescue_adlibs():
+            ended += self._dispatch()
         for r in ended:
             if r.on_done is not None:
                 try:
@@ -345,6 +354,30 @@ class Scheduler:
             self.policy.push(r)
             return True
         return False
+
+    def _rescue_adlibs(self) -> bool:
+        """Ad-libs stuck behind a slow backend's backlog go to the fast fallback once they are
+        `adlib_wait_s` past their deadline; True if any moved."""
+        fb = self.config.fallback_backend
+        if not fb or fb not in self.backends:
+            self._adlibs.clear()
+            return False
+        now, moved = self.clock(), False
+        with self._lock:
+            waiting = []
+            for r in self._adlibs:
+                if r.state is not State.QUEUED or r.backend == fb:
+                    continue
+                if now < r.deadline_s + self.config.adlib_wait_s:
+                    waiting.append(r)
+                    continue
+                if self.policy.discard(r):
+                    r.backend, r.fallback = fb, True
+                    self.stats.fallback_on_deadline += 1
+                    self.policy.push(r)
+                    moved = True
+            self._adlibs = waiting
+        return moved
 
     def _start(self, backend: Backend, batch: list[Request]) -> None:
         now = self.clock()

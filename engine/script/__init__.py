@@ -10,6 +10,7 @@ from engine.script.common import read_text
 from engine.script.detect import sniff
 from engine.script.fdx import parse_fdx
 from engine.script.fountain import parse_fountain
+from engine.script.limits import check_file, check_script
 from engine.script.plaintext import match_line, parse_plaintext
 from engine.script.subtitles import parse_subtitles
 from engine.script.tabular import parse_tabular
@@ -28,8 +29,15 @@ _WHAT_TO_DO = (
 
 
 def load_script(path: str | Path) -> Script:
-    """Import a script file of any supported format; raise `ScriptError` on bad input."""
+    """Import a script file of any supported format; raise `ScriptError` on bad input, on
+    what is not a regular file, and on a script past the limits of `engine.script.limits`."""
     path = Path(path)
+    check_file(path)
+    return check_script(path, import_unchecked(path))
+
+
+def import_unchecked(path: Path) -> Script:
+    """The importers without the entry checks (benchmarks measure past the limits)."""
     suffix = path.suffix.lower()
     if suffix and suffix not in BY_SUFFIX and suffix not in _SNIFFED:
         raise ScriptError(

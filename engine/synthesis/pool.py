@@ -1,15 +1,26 @@
-"""A process pool of espeak-ng workers: one library instance per process, so calls run in parallel."""
+"""A process pool of espeak-ng workers: one library instance per process, so calls run in parallel.
+
+Each worker process has its own pipe and a thread here that feeds it one line at a time, so
+a worker that dies (killed, crashed, out of memory) is seen at once by process liveness,
+whatever it was doing: only its own line fails (the scheduler retries it) and a fresh
+worker takes its place. Nothing here ever waits on a dead process.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import multiprocessing
 import os
-from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+import queue
+import signal
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
+from multiprocessing.connection import Connection, wait
+from typing import Any
 
 from engine.core.errors import SynthesisError
+from engine.core.process import die_with_parent
 from engine.core.types import SAMPLE_RATE_HZ, Voice
 from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
 from engine.synthesis.espeak import espeak_voices, synthesize_text
@@ -18,12 +29,117 @@ from engine.synthesis.text import split_chunks
 
 WORKER_NICENESS = 5
 """Synthesis is soft real time, the audio stream is hard: workers yield the CPU to it."""
+_POLL_S = 0.25
+"""How often a waiting feeder looks at the pool's closing flag."""
+
+_Job = tuple[Future[Mono], str, Voice]
 
 
 def _warm(niceness: int = WORKER_NICENESS) -> None:
     with contextlib.suppress(OSError):  # not permitted on some systems; the pool still works
         os.nice(niceness)
     synthesize_text("a", Voice())
+
+
+def _worker_main(conn: Connection, parent_pid: int, niceness: int) -> None:
+    """A worker process: voice each (text, voice, rate) received, send back the audio."""
+    die_with_parent(parent_pid)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # a closed terminal's hang-up and Ctrl+C
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # are the parent's to handle
+    _warm(niceness)
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        text, voice, rate = task
+        try:
+            reply: tuple[str, Any] = ("ok", synthesize_text(text, voice, rate))
+        except SynthesisError as exc:
+            reply = ("error", str(exc))
+        except Exception as exc:  # reported with the line; the worker goes on
+            reply = ("error", f"espeak-ng failed: {exc!r}")
+        conn.send(reply)
+
+
+class _WorkerDied(Exception):
+    pass
+
+
+class _Worker:
+    """One worker process and its pipe, fed by one thread of the pool."""
+
+    def __init__(self, pool: EspeakPool) -> None:
+        self.pool = pool
+        self.proc: Any = None
+        self.conn: Connection | None = None
+        self.busy = False
+
+    def start(self) -> None:
+        ctx = self.pool._context
+        here, there = ctx.Pipe(duplex=True)
+        proc = ctx.Process(target=_worker_main, args=(there, os.getpid(), self.pool.niceness),
+                           name="troupe-espeak", daemon=True)  # fmt: skip
+        proc.start()
+        there.close()  # NB: only the worker may hold its end, or a dead worker's pipe never ends
+        self.proc, self.conn = proc, here
+
+    def stop(self) -> None:
+        """End the process without waiting on it (it may be dead or stuck)."""
+        if self.proc is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self.proc.kill()
+            with contextlib.suppress(OSError, ValueError):
+                self.proc.join(1.0)
+        if self.conn is not None:
+            self.conn.close()
+        self.proc = self.conn = None
+
+    def run(self, text: str, voice: Voice) -> Mono:
+        """Voice one line on this worker; `_WorkerDied` if the process is gone."""
+        if self.proc is None or not self.proc.is_alive():
+            self.pool.restarts += self.proc is not None
+            self.stop()
+            self.start()
+        task = (text, voice, self.pool.sample_rate_hz)
+        try:
+            assert self.conn is not None
+            self.conn.send(task)
+        except OSError:  # died idle, between the check and the send: the line was not started
+            self.pool.restarts += 1
+            self.stop()
+            self.start()
+            assert self.conn is not None
+            try:
+                self.conn.send(task)
+            except OSError as exc:
+                raise _WorkerDied from exc
+        self.busy = True
+        try:
+            return self._reply()
+        finally:
+            self.busy = False
+
+    def _reply(self) -> Mono:
+        conn, proc = self.conn, self.proc
+        assert conn is not None and proc is not None
+        while True:
+            ready = wait([conn, proc.sentinel], _POLL_S)
+            if conn in ready:
+                break
+            if ready or self.pool.closing:  # the process ended (or the pool is closing)
+                raise _WorkerDied
+        if self.pool.before_reply is not None:
+            self.pool.before_reply(proc.pid)
+        try:
+            kind, value = conn.recv()
+        except (EOFError, OSError) as exc:  # died while writing its result
+            raise _WorkerDied from exc
+        if kind == "error":
+            raise SynthesisError(value)
+        return value  # type: ignore[no-any-return]
 
 
 class EspeakPool:
@@ -39,23 +155,59 @@ class EspeakPool:
         self.niceness = niceness
         # spawn, not fork: the parent may hold Qt, PortAudio or espeak state that must not be cloned.
         self._context = multiprocessing.get_context("spawn")
-        self._executor = self._start()
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self.closing = False
+        self.restarts = 0
+        """Workers replaced after they died."""
+        self.before_reply: Callable[[int], None] | None = None
+        """Test hook: called with a worker's pid when its reply starts to arrive."""
+        self._workers = [_Worker(self) for _ in range(self.processes)]
+        self._threads = [threading.Thread(target=self._feed, args=(w,), name="troupe-espeak-feed",
+                                          daemon=True) for w in self._workers]  # fmt: skip
+        for t in self._threads:
+            t.start()
 
-    def _start(self) -> ProcessPoolExecutor:
-        executor = ProcessPoolExecutor(
-            self.processes, mp_context=self._context, initializer=_warm, initargs=(self.niceness,)
-        )
-        return executor
+    def _feed(self, worker: _Worker) -> None:
+        # NB: started here, so the parent-death signal is tied to this thread, which lives as
+        # long as the pool (Linux sends it when the starting thread exits).
+        worker.start()
+        while True:
+            job = self._jobs.get()
+            if job is None or self.closing:
+                if job is not None and job[0].set_running_or_notify_cancel():
+                    job[0].set_exception(SynthesisError("the espeak-ng pool was closed"))
+                break
+            future, text, voice = job
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(worker.run(text, voice))
+            except SynthesisError as exc:
+                future.set_exception(exc)
+            except _WorkerDied:
+                if self.closing:
+                    future.set_exception(SynthesisError("the espeak-ng pool was closed"))
+                    break
+                self.restarts += 1
+                worker.stop()
+                future.set_exception(SynthesisError("an espeak-ng worker process died"))
+        worker.stop()
+
+    def worker_pids(self) -> list[int]:
+        return [w.proc.pid for w in self._workers if w.proc is not None and w.proc.pid is not None]
+
+    def busy_pids(self) -> list[int]:
+        return [w.proc.pid for w in self._workers if w.busy and w.proc is not None]
 
     def submit(self, text: str, voice: Voice) -> Future[Mono]:
         """Start one synthesis; the future raises `SynthesisError` on failure. The lexicon is
         applied here, where the open project's entries are known (workers know only the user's)."""
-        text = prepare(text)
-        try:
-            return self._executor.submit(synthesize_text, text, voice, self.sample_rate_hz)
-        except (BrokenProcessPool, RuntimeError):
-            self._executor = self._start()  # a crashed worker must not end the show
-            return self._executor.submit(synthesize_text, text, voice, self.sample_rate_hz)
+        future: Future[Mono] = Future()
+        if self.closing:
+            future.set_exception(SynthesisError("the espeak-ng pool is closed"))
+        else:
+            self._jobs.put((future, prepare(text), voice))
+        return future
 
     @staticmethod
     def result(future: Future[Mono], timeout_s: float | None = None) -> Mono:
@@ -63,8 +215,6 @@ class EspeakPool:
             return future.result(timeout=timeout_s)
         except SynthesisError:
             raise
-        except BrokenProcessPool as exc:
-            raise SynthesisError("an espeak-ng worker process died") from exc
         except TimeoutError as exc:
             raise SynthesisError(f"espeak-ng took longer than {timeout_s} s") from exc
 
@@ -85,4 +235,20 @@ class EspeakPool:
             yield self.result(f)
 
     def close(self) -> None:
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        """Stop every worker (dead or alive) and fail lines not yet voiced; never blocks long."""
+        if self.closing:
+            return
+        self.closing = True
+        for _ in self._threads:
+            self._jobs.put(None)
+        for t in self._threads:
+            t.join(2.0)
+        for w in self._workers:
+            w.stop()
+        while True:  # lines still queued
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                break
+            if job is not None and job[0].set_running_or_notify_cancel():
+                job[0].set_exception(SynthesisError("the espeak-ng pool was closed"))

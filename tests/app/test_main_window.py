@@ -186,13 +186,37 @@ def test_autosave_and_recovery_after_a_crash(qtbot, engine: Engine, make_window,
     second = Engine(EngineSettings(neural=False))
     try:
         w2 = make_window(second, data_dir=data)
-        assert w2.banner.isVisibleTo(w2) and w2.banner.action.isVisibleTo(w2)
-        w2.banner.action.click()
+        assert w2.recovery.isVisibleTo(w2) and w2.recovery.current is not None
+        w2.banner.show_message("a later message")  # the offer stays pinned whatever comes after
+        assert w2.recovery.isVisibleTo(w2)
+        kept = w2.recovery.current
+        w2.recovery.recover.click()
         qtbot.waitUntil(lambda: second.script is not None and second.cast["IRIS"].pitch == 77)
+        qtbot.waitUntil(lambda: not kept.exists())  # recovered: the file goes
+        qtbot.waitUntil(lambda: second.project_path is None)  # Save asks where: never the recovery file
+        assert not w2.recovery.isVisibleTo(w2)
         w2.close()
         assert not (data / "running.lock").exists()
     finally:
         second.close()
+
+
+def test_every_crash_keeps_its_own_recovery_file_until_answered(
+    engine: Engine, make_window, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    project = tmp_path / "mine.troupe.json"
+    for _ in range(2):  # two crashes in a row, the offer not answered in between
+        (data / "recovered").mkdir(parents=True, exist_ok=True)
+        (data / "running.lock").write_text("1")
+        (data / "autosave.troupe.json").write_text('{"script": "x.fountain", "cast": {}}')
+        (data / "autosave.origin").write_text(str(project))
+        w = make_window(engine, data_dir=data)
+        w.bridge.stop()  # and it crashes again
+    files = w.session.recoveries()
+    assert len(files) == 2 and all(w.session.origin(f) == project for f in files)
+    w.recovery.discard.click()
+    assert w.recovery.current == files[1] and not files[0].exists()
 
 
 def test_qt_signals_keep_reference_counts() -> None:

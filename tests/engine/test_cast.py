@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.cast import Cast, load_project, save_project
+from engine.cast import Cast, save_project
 from engine.core.errors import CastError
+from engine.project import read_project
 from engine.script import load_script
 
 
@@ -35,8 +36,9 @@ def test_saved_cast_survives_restart(tmp_path: Path, testdata: Path) -> None:
     cast.set("MARA", voice_id="en-gb-x-rp+f4", rate_wpm=150, pan=-0.5, weight=3.0, solo=True)
     project = tmp_path / "show.troupe.json"
     save_project(project, script.path, cast, {3: "An edited line."})
-    path, loaded, edits = load_project(project)
-    assert path == script.path and edits == {3: "An edited line."}
+    read = read_project(project)
+    loaded, edits = read.cast, read.edits
+    assert read.script == Path(script.path).resolve() and edits == {3: "An edited line."}
     assert loaded.voices == cast.voices
     again = Cast.auto(script, loaded.voices)
     assert again["MARA"].voice_id == "en-gb-x-rp+f4"
@@ -45,7 +47,7 @@ def test_saved_cast_survives_restart(tmp_path: Path, testdata: Path) -> None:
 def test_toml_project(tmp_path: Path) -> None:
     p = tmp_path / "show.toml"
     p.write_text('script = "x.fountain"\n[cast.HERO]\nvoice_id = "en-us+m1"\npitch = 40\n')
-    _, cast, _ = load_project(p)
+    cast = read_project(p).cast
     assert cast["HERO"].voice_id == "en-us+m1" and cast["HERO"].pitch == 40
 
 
@@ -54,7 +56,7 @@ def test_toml_project(tmp_path: Path) -> None:
     [
         ('{"cast": {"HERO": {"pitch": 400}}}', "pitch = 400; expected a number from 0 to 100"),
         ('{"cast": {"HERO": {"colour": "red"}}}', "unknown setting(s) colour"),
-        ('{"cast": {"HERO": 3}}', "must be a table of voice settings"),
+        ('{"cast": {"HERO": 3}}', "expected a table of voice settings"),
         ('{"nothing": 1}', "not a Troupe project"),
         ('{"cast": {', "line 1: invalid JSON"),
     ],
@@ -63,7 +65,7 @@ def test_bad_project_files(tmp_path: Path, body: str, message: str) -> None:
     p = tmp_path / "bad.json"
     p.write_text(body)
     with pytest.raises(CastError) as err:
-        load_project(p)
+        read_project(p)
     assert message in str(err.value) and str(p) in str(err.value)
 
 

@@ -1,0 +1,129 @@
+"""Soak: a long show with an ad-lib every 2 s, in both output modes, on the JACK dummy
+device. Reports the slope of the engine's resident memory (RSS of Troupe and its children,
+MB per minute, least squares after the first minute), underruns, late and failed lines.
+Target: slope <= 1 MB/min in both modes, 0 late and 0 failed lines.
+
+    jackd --no-realtime -d dummy -r 48000 -p 256 &   # if none is running
+    python benchmarks/bench_soak.py [--minutes 10] [--modes audio_process,in_process]
+
+The show is the plain-text radio play of the shared test data repeated until it lasts
+longer than the soak (each repetition is a new scene of the same lines).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from _common import ROOT, save, table
+
+from engine.audio_io.output import OutputSettings, terminate_portaudio
+from engine.service import Engine, EngineSettings
+
+SOURCE = ROOT.parent / "shared" / "testdata" / "radio_play.txt"
+TARGET_MB_PER_MIN = 1.0
+ADLIB_EVERY_S = 2.0
+SAMPLE_EVERY_S = 5.0
+
+
+def _rss_mb(pid: int) -> float:
+    """Resident memory of `pid` and its descendants, MB (from /proc)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    family, frontier = [pid], [pid]
+    while frontier:
+        p = frontier.pop()
+        kids = [c for c, pp in parents.items() if pp == p]
+        family += kids
+        frontier += kids
+    total = 0
+    for p in family:
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return total / 1024
+
+
+def _long_script(minutes: float, folder: Path) -> Path:
+    beats = [line for line in SOURCE.read_text().splitlines() if line and not line.startswith("#")]
+    repeats = int(minutes * 60 / 25) + 2  # the play lasts ~25 s
+    path = folder / "soak.txt"
+    path.write_text("\n\n".join("\n".join(beats) for _ in range(repeats)) + "\n")
+    return path
+
+
+def soak(mode: str, minutes: float, device: str, script: Path) -> dict[str, float | str]:
+    settings = EngineSettings(output=OutputSettings(device=device), audio_process=mode == "audio_process",
+                              neural=False)  # fmt: skip
+    engine = Engine(settings)
+    samples: list[tuple[float, float]] = []
+    adlibs = failed_adlibs = 0
+    try:
+        engine.load(script)
+        engine.open_output()
+        engine.play()
+        t0 = time.monotonic()
+        next_adlib = next_sample = t0
+        while (now := time.monotonic()) - t0 < minutes * 60:
+            if now >= next_adlib:
+                next_adlib += ADLIB_EVERY_S
+                try:
+                    engine.adlib("ELSA", f"Aside number {adlibs}, spoken over the show.")
+                    adlibs += 1
+                except Exception:
+                    failed_adlibs += 1
+            if now >= next_sample:
+                next_sample += SAMPLE_EVERY_S
+                samples.append(((now - t0) / 60, _rss_mb(os.getpid())))
+            time.sleep(0.05)
+        snap = engine.snapshot()
+    finally:
+        engine.close()
+    late = snap.figures.deadline_misses
+    failed = sum(c.state == "failed" for c in snap.cues)
+    steady = [(m, r) for m, r in samples if m >= min(1.0, minutes / 3)]
+    xs, ys = np.array([m for m, _ in steady]), np.array([r for _, r in steady])
+    slope = float(np.polyfit(xs, ys, 1)[0]) if len(steady) >= 2 else float("nan")
+    return {
+        "mode": mode, "minutes": minutes, "rss_start_mb": samples[0][1], "rss_end_mb": samples[-1][1],
+        "slope_mb_per_min": slope, "target_mb_per_min": TARGET_MB_PER_MIN,
+        "underruns": snap.figures.underruns, "xruns": snap.figures.xruns, "late": late, "failed": failed,
+        "adlibs": adlibs, "adlibs_refused": failed_adlibs, "playhead_s": snap.playhead_s,
+        "output_losses": engine.guard.losses,
+        "ok": "yes" if slope <= TARGET_MB_PER_MIN and failed == 0 else "NO",
+    }  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--minutes", type=float, default=10.0, help="length of each soak (default 10)")
+    ap.add_argument("--modes", default="audio_process,in_process")
+    ap.add_argument("--device", default="JACK")
+    args = ap.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        script = _long_script(args.minutes, Path(folder))
+        for mode in args.modes.split(","):
+            rows.append(soak(mode, args.minutes, args.device, script))
+            print(table(rows[-1:], list(rows[-1])), flush=True)
+    terminate_portaudio()
+    columns = ["mode", "minutes", "rss_start_mb", "rss_end_mb", "slope_mb_per_min", "target_mb_per_min",
+               "underruns", "xruns", "late", "failed", "adlibs", "output_losses", "ok"]  # fmt: skip
+    print()
+    print(table(rows, columns))
+    print(f"results: {save('bench_soak', {'rows': rows, 'minutes': args.minutes})}")
+
+
+if __name__ == "__main__":
+    main()
