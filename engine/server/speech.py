@@ -239,7 +239,7 @@ class SpeechService:
         root = self.settings.scripts_dir.resolve()
         try:
             full = (root / path).resolve()
-        except (ValueError, OSError) as exc:  # a NUL byte, a symlink loop
+        except (ValueError, OSError, RuntimeError) as exc:  # a NUL byte; a symlink loop (3.11: RuntimeError)
             raise ScriptError(str(path).replace("\0", "\\0"), f"not a usable file path ({exc})") from None
         if not full.is_relative_to(root):
             raise ScriptError(path, f"outside the server's scripts folder ({root})")

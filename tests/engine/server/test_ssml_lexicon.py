@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import httpx
+import pytest
 import soundfile as sf
 from conftest import LiveServer
 
+from engine.core.errors import ScriptError
+from engine.server import SpeechService, SpeechSettings
 from engine.synthesis import lexicon
 
 
@@ -51,3 +55,13 @@ def test_the_lexicon_is_read_and_replaced_over_http(live_server: LiveServer) -> 
         assert httpx.put(f"{live_server.url}/v1/lexicon", json={"lexicon": 3}).status_code == 400
     finally:
         lexicon.use_project_lexicon(lexicon.Lexicon())
+
+
+def test_a_symlink_loop_in_the_scripts_folder_is_a_script_error(tmp_path: Path) -> None:
+    (tmp_path / "loop.fountain").symlink_to(tmp_path / "loop.fountain")
+    service = SpeechService(SpeechSettings(scripts_dir=tmp_path, neural=False))
+    try:
+        with pytest.raises(ScriptError, match="not a usable file path"):  # a 400, never a 500
+            service.load_script("loop.fountain")
+    finally:
+        service.close()
