@@ -45,3 +45,26 @@ def save(name: str, data: dict[str, Any]) -> Path:
     data = {"benchmark": name, "machine": machine(), **data}
     path.write_text(json.dumps(data, indent=2) + "\n")
     return path
+
+
+def serve_in_thread(service: Any) -> tuple[Any, Any, str]:
+    """A real uvicorn for `service` on an ephemeral 127.0.0.1 port, in a thread of this
+    process (so a benchmark can read the engine's own records): (server, thread, url)."""
+    import socket
+    import threading
+
+    import uvicorn
+
+    from engine.server.http import create_app
+    from engine.server.limits import ServerLimits, uvicorn_config
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn_config(create_app(service), "127.0.0.1", 0, ServerLimits(), log_level="warning",
+                            lifespan="off")  # fmt: skip
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.02)
+    return server, thread, f"http://127.0.0.1:{sock.getsockname()[1]}"

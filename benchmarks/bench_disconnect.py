@@ -10,33 +10,18 @@ in this process so the scheduler's own record of each batch can be read.
 from __future__ import annotations
 
 import argparse
-import socket
 import statistics
 import threading
 import time
 
 import httpx
-import uvicorn
-from _common import save, table
+from _common import save, serve_in_thread, table
 
 from engine.scheduler.backend import Batch
 from engine.server import SpeechService, SpeechSettings
-from engine.server.http import create_app
 
 TEXT = " ".join(f"This is sentence number {k} of a speech that goes on and on." for k in range(60))
 TARGET_CHUNKS_PER_CLIENT = 1.0
-
-
-def _serve(service: SpeechService) -> tuple[uvicorn.Server, threading.Thread, str]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(create_app(service), log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.02)
-    return server, thread, f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 def _client(url: str, role: str, stream: bool, hang_up_after_s: float, left: dict[str, float]) -> None:
@@ -59,7 +44,7 @@ def run(policy: str, stream: bool, clients: int, hang_up_after_s: float) -> dict
     service = SpeechService(SpeechSettings(processes=2, policy=policy, neural=False, give_up_s=60.0))
     batches: list[Batch] = []
     service.scheduler.on_batch = batches.append  # on the engine thread, after each batch
-    server, thread, url = _serve(service)
+    server, thread, url = serve_in_thread(service)
     try:
         roles = [f"C{k}" for k in range(clients)]
         for role in roles:

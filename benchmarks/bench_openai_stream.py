@@ -9,36 +9,18 @@
 from __future__ import annotations
 
 import argparse
-import socket
 import statistics
-import threading
 import time
 
 import httpx
 import openai
-import uvicorn
-from _common import save, table
+from _common import save, serve_in_thread, table
 
 from engine.server import SpeechService, SpeechSettings
-from engine.server.http import create_app
-from engine.server.limits import ServerLimits, uvicorn_config
 
 TEXT = " ".join(f"This is sentence number {k} of the evening broadcast." for k in range(12))
 TARGET_RATIO = 0.33
 """Streamed first byte within a third of the whole file's."""
-
-
-def _serve(service: SpeechService) -> tuple[uvicorn.Server, threading.Thread, str]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn_config(create_app(service), "127.0.0.1", 0, ServerLimits(), log_level="warning",
-                            lifespan="off")  # fmt: skip
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.02)
-    return server, thread, f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 def first_byte_s(client: openai.OpenAI, fmt: str, stream: bool) -> float:
@@ -93,7 +75,7 @@ def main() -> None:
     p.add_argument("--puts", type=int, default=2000)
     args = p.parse_args()
     service = SpeechService(SpeechSettings(neural=False))
-    server, thread, url = _serve(service)
+    server, thread, url = serve_in_thread(service)
     try:
         rows = ab(url, args.repeats)
         flood = role_flood(url, service, args.puts)
