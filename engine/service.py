@@ -238,6 +238,9 @@ class Engine:
             # Only a reload of the same file keeps the cast: another script never inherits it.
             same = self.script is not None and self.script.path == script.path
             keep = self.cast.voices if keep_cast and same else None
+            if not same:  # nor another project's pronunciations and delivery hints
+                use_voicing(None)
+                self.project_extras = {}
             self._install(script, Cast.auto(script, keep, natural=self.natural_voices()), {})
             return script
 

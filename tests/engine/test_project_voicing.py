@@ -48,3 +48,20 @@ def test_bad_tables_name_the_file_and_the_key(tmp_path: Path, extra: dict[str, o
     with pytest.raises(CastError) as err:
         read_project(_project(tmp_path, **extra))
     assert "show.json" in str(err.value) and says in str(err.value)
+
+
+def test_opening_another_script_drops_the_projects_lexicon(tmp_path: Path) -> None:
+    from engine.service import Engine, EngineSettings
+
+    path = _project(tmp_path, lexicon={"Worcester": "/ˈwʊstər/"})
+    other = tmp_path / "other.fountain"
+    other.write_text("MARA\nTo Worcester, then.\n", encoding="utf-8")
+    engine = Engine(EngineSettings(neural=False))
+    try:
+        engine.open_project(path)
+        assert lexicon.prepare("Worcester") == "[Worcester](/ˈwʊstər/)"
+        engine.load(other)
+        assert lexicon.prepare("Worcester") == "Worcester"
+    finally:
+        engine.close()
+        use_voicing(None)
