@@ -174,9 +174,8 @@ class Scheduler:
 
     def cancel(self, predicate: Callable[[Request], bool]) -> int:
         """Withdraw queued requests matching `predicate` (e.g. a re-cast role's lines)."""
-        with self._lock:
-            hits = [r for r in self.policy.pending() if predicate(r)]
-        return self.cancel_requests(hits)
+        with self._lock:  # NB: held across both steps (re-entrant), so no hit is dispatched between
+            return self.cancel_requests([r for r in self.policy.pending() if predicate(r)])
 
     def cancel_requests(self, requests: Iterable[Request]) -> int:
         """Withdraw these requests (a client left, a re-take, a Stop): queued ones leave the
