@@ -136,9 +136,10 @@ def test_splice_with_a_concurrent_consumer_is_never_torn() -> None:
     starts: list[tuple[int, int]] = []
     try:
         for _ in range(200):
-            # NB: below 2**22 a frame number plus 0.25 is exact in float32 (above, the step is 0.5)
+            # NB: below 2**22 a frame number plus 0.25 is exact in float32 (from 2**22 the step is
+            # 0.5), so no frame numbered 2**22 or above is written (a fast consumer reaches it)
             while ring.free_frames > 0 and written < 1 << 22:
-                written += ring.write(_numbered(written, min(500, ring.free_frames)))
+                written += ring.write(_numbered(written, min(500, ring.free_frames, (1 << 22) - written)))
             add = np.full((300, 2), 0.25, np.float32)
             at = _splice(ring, ring.read_pos + 2000, add, lambda: None)
             starts.append((at, min(300, ring.write_pos - at)))
