@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import ManualClock, req
+from sched_fakes import ManualClock, req
 
 from engine.scheduler import FifoPolicy, PolicyConfig, RequestClass, RoleAwarePolicy
 
