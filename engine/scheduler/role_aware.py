@@ -191,7 +191,10 @@ class RoleAwarePolicy:
             work += cost
             heapq.heappush(victims, (entry[2].weight, -cost, entry[1], entry))
             # its audio arrives a batch latency after its share of the work is done
-            while entry[0] - now - work - (lat - cost) < 0 and victims:
+            spare = self.config.overload_reserve * (entry[0] - now)
+            while entry[0] - now - work - (lat - cost) < spare and victims:
+                if victims[0][0] >= entry[2].weight and entry[0] - now - work - (lat - cost) >= 0:
+                    break  # the reserve defers only lower weights than the line it makes room for
                 _, neg_cost, seq, victim = heapq.heappop(victims)
                 deferred.add(seq)
                 work += neg_cost
