@@ -9,6 +9,8 @@ from numpy.typing import NDArray
 from PySide6.QtCore import QRectF
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
+from app.axes import RoleAxis
+from app.rows import RowViewBox
 from engine.service import HISTORY_COLUMNS
 
 TICK_S = 0.05
@@ -22,8 +24,11 @@ class HeatmapWidget(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.plot = pg.PlotWidget(background="#111827")
-        self.plot.setMouseEnabled(x=False, y=False)
+        self.view = RowViewBox()
+        self.view.setMouseEnabled(x=False, y=False)
+        self.view.pan_time = False
+        self.role_axis = RoleAxis()
+        self.plot = pg.PlotWidget(background="#111827", viewBox=self.view, axisItems={"left": self.role_axis})
         self.plot.getPlotItem().hideButtons()
         self.plot.setLabel("bottom", "seconds ago")
         self.image = pg.ImageItem(axisOrder="row-major")
@@ -39,12 +44,14 @@ class HeatmapWidget(QWidget):
         layout.addWidget(self.plot)
 
     def set_priorities(self, priorities: NDArray[np.float32], roles: tuple[str, ...]) -> None:
-        """Show a roles x HISTORY_COLUMNS array (newest column last)."""
+        """Show a roles x HISTORY_COLUMNS array (newest column last), one row per role."""
         reshaped = roles != self.roles or priorities.shape != self.data.shape
         if reshaped:
+            if roles != self.roles:
+                self.role_axis.set_names(roles)
+                self.view.set_row_count(len(roles))
             self.roles = roles
             self.data = np.zeros(priorities.shape, np.float32)
-            self.plot.getAxis("left").setTicks([[(k, r) for k, r in enumerate(roles)]])
         np.copyto(self.data, priorities)
         if self.data.size:
             levels = (0.0, min(MAX_TOP, max(MIN_TOP, float(self.data.max()))))
@@ -52,6 +59,6 @@ class HeatmapWidget(QWidget):
             if reshaped:  # NB: after setImage: the rect maps the image's own size onto the axes
                 span_s = priorities.shape[1] * TICK_S
                 self.image.setRect(QRectF(-span_s, -0.5, span_s, len(roles)))
-                self.plot.setRange(xRange=(-span_s, 0), yRange=(-0.5, len(roles) - 0.5), padding=0)
+                self.plot.setXRange(-span_s, 0, padding=0)
             if tuple(self.colorbar.levels()) != levels:
                 self.colorbar.setLevels(levels)

@@ -14,19 +14,16 @@ from pathlib import Path
 from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QApplication,
     QComboBox,
     QDockWidget,
     QFileDialog,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QMainWindow,
     QProgressDialog,
     QSplitter,
-    QTableView,
     QToolBar,
     QVBoxLayout,
     QWidget,
@@ -35,14 +32,13 @@ from PySide6.QtWidgets import (
 from app.banner import Banner
 from app.bridge import EngineBridge, SnapshotSource
 from app.cast_panel import CastPanel
-from app.cue_model import CueTableModel
-from app.heatmap import HeatmapWidget
+from app.cue_list import CueList
 from app.jobs import RenderJob
 from app.monitor import LatencyMonitor
 from app.pending import Pending
 from app.recovery import RecoveryOffer
 from app.session import Session
-from app.timeline import TimelineWidget
+from app.show_view import ShowView
 from engine.core.errors import TroupeError
 from engine.core.process import start_resource_tracker
 from engine.core.types import Script
@@ -74,23 +70,14 @@ class MainWindow(QMainWindow):
         self.resize(1500, 920)
         self.banner = Banner()
         self.recovery = RecoveryOffer()
-        self.cue_model = CueTableModel(on_edit=self._edit_line)
-        self.cues = QTableView()
-        self.cues.setModel(self.cue_model)
-        self.cues.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.cues.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.cues.setEditTriggers(QAbstractItemView.EditTrigger.DoubleClicked)
-        self.cues.verticalHeader().setVisible(False)
-        header = self.cues.horizontalHeader()
-        header.setStretchLastSection(False)
-        for col, width in ((0, 44), (1, 150), (2, 100), (4, 110)):
-            header.resizeSection(col, width)
-        header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
-        self.cues.setWordWrap(False)
-        self.cues.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._selected(cur.row()))
-        self.timeline = TimelineWidget()
+        self.cues = CueList(on_edit=self._edit_line)
+        self.cue_model = self.cues.model_
+        self.cues.cue_selected.connect(self._selected)
+        self.show_view = ShowView()
+        self.timeline = self.show_view.timeline
+        self.heatmap = self.show_view.heatmap
         self.timeline.cue_clicked.connect(self.select_cue)
-        self.heatmap = HeatmapWidget()
+        self.show_view.follow_changed.connect(lambda on: setattr(self.cues, "follow", on))
         self.monitor = LatencyMonitor()
         self.cast = CastPanel(self._voice_ids())
         self.cast.voice_changed.connect(lambda role, changes: self.engine.set_voice(role, **changes))
@@ -111,6 +98,7 @@ class MainWindow(QMainWindow):
         self.bridge.message_posted.connect(self.banner.show_message)
         self.bridge.start()
         self.session.restore_window(self)
+        self.cues.restore_state(self.settings)
         self.session.start(self.recovery, self._recover)
 
     # --- layout ---------------------------------------------------------------------
@@ -123,14 +111,10 @@ class MainWindow(QMainWindow):
         adlib.addWidget(self.adlib_role)
         adlib.addWidget(self.adlib_text, 1)
         lv.addLayout(adlib)
-        right = QSplitter(Qt.Orientation.Vertical)
-        right.addWidget(self.timeline)
-        right.addWidget(self.heatmap)
-        right.setSizes([520, 300])
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(left)
-        split.addWidget(right)
-        split.setSizes([620, 880])
+        split.addWidget(self.show_view)
+        split.setSizes([560, 940])
         central = QWidget()
         cv = QVBoxLayout(central)
         cv.setContentsMargins(4, 4, 4, 4)
@@ -138,14 +122,16 @@ class MainWindow(QMainWindow):
         cv.addWidget(self.banner)
         cv.addWidget(split, 1)
         self.setCentralWidget(central)
-        for title, widget, area in (
-            ("Latency monitor", self.monitor, Qt.DockWidgetArea.RightDockWidgetArea),
-            ("Cast", self.cast, Qt.DockWidgetArea.BottomDockWidgetArea),
-        ):
+        self.docks: list[QDockWidget] = []
+        for title, widget in (("Cast", self.cast), ("Latency monitor", self.monitor)):
             dock = QDockWidget(title, self)
             dock.setObjectName(title.replace(" ", "_"))
             dock.setWidget(widget)
-            self.addDockWidget(area, dock)
+            self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
+            self.docks.append(dock)
+        self.tabifyDockWidget(self.docks[0], self.docks[1])  # the show view gets the width
+        self.docks[0].raise_()
+        self.resizeDocks([self.docks[0]], [260], Qt.Orientation.Vertical)
 
     def _action(self, text: str, slot: object, shortcut: str | QKeySequence | None = None) -> QAction:
         act = QAction(text, self)
@@ -204,9 +190,8 @@ class MainWindow(QMainWindow):
     def apply_snapshot(self, snap: EngineSnapshot) -> None:
         """Draw one engine snapshot (called by the bridge on the GUI thread)."""
         self.cue_model.update(snap.cues, snap.scenes)
-        self.timeline.set_cues(snap.cues, snap.roles)
-        self.timeline.set_playhead(snap.playhead_s, snap.playing)
-        self.heatmap.set_priorities(snap.priorities, snap.roles)
+        self.cues.follow_playhead(snap.playhead_s, snap.playing)
+        self.show_view.apply(snap)
         self.monitor.update_from(snap)
         self.cast.set_cast(snap.roles, snap.voices)
         if [self.adlib_role.itemText(k) for k in range(self.adlib_role.count())] != list(snap.roles):
@@ -377,18 +362,14 @@ class MainWindow(QMainWindow):
             self.banner.show_message(str(exc))
 
     def selected_cue(self) -> int | None:
-        row = self.cues.currentIndex().row()
-        return self.cue_model.cues[row].index if 0 <= row < len(self.cue_model.cues) else None
+        cue = self.cues.selected()
+        return cue.index if cue is not None else None
 
     def select_cue(self, cue_index: int) -> None:
-        row = self.cue_model.row_of(cue_index)
-        if row >= 0:
-            self.cues.selectRow(row)
-            self.cues.scrollTo(self.cue_model.index(row, 0))
+        self.cues.select_cue(cue_index)
 
-    def _selected(self, row: int) -> None:
-        if 0 <= row < len(self.cue_model.cues):
-            self.timeline.select(self.cue_model.cues[row].index)
+    def _selected(self, cue_index: int) -> None:
+        self.timeline.select(cue_index)
 
     def jump_to_selected(self) -> None:
         cue = self.selected_cue()
@@ -401,16 +382,17 @@ class MainWindow(QMainWindow):
             self.loop_action.setChecked(False)
             self.banner.show_message("select a cue of the scene to loop")
             return
-        scene = self.cue_model.cues[self.cue_model.row_of(cue)].scene if on and cue is not None else None
+        selected = self.cues.selected()
+        scene = selected.scene if on and selected is not None else None
         self.engine.loop_scene(scene)
 
     def _cue_stack(self, on: bool) -> None:
         self.engine.set_cue_stack(on)
 
     def _selected_adlib(self) -> int | None:
-        row = self.cues.currentIndex().row()
-        if 0 <= row < len(self.cue_model.cues) and self.cue_model.cues[row].kind != "line":
-            return self.cue_model.cues[row].index
+        cue = self.cues.selected()
+        if cue is not None and cue.kind != "line":
+            return cue.index
         self.banner.show_message("select an ad-lib in the cue list first")
         return None
 
@@ -477,6 +459,7 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.bridge.stop()
+        self.cues.save_state(self.settings)
         self.session.close(self)
         super().closeEvent(event)
 

@@ -37,14 +37,15 @@ def test_timeline_and_heatmap_follow_the_snapshots(qtbot, engine, make_window, f
     np.testing.assert_array_equal(w.heatmap.image.image, pr)
     assert tuple(w.heatmap.image.getLevels()) == (0.0, 12.0)  # the busiest role sets the top
     assert tuple(w.heatmap.colorbar.levels()) == (0.0, 12.0)
-    ticks = w.heatmap.plot.getAxis("left")._tickLevels[0]
-    assert [t[1] for t in ticks] == ["HERO", "FOIL", "NARRATOR"]
+    axis = w.timeline.role_axis  # the heatmap's rows are the timeline's (one shared axis)
+    assert [axis.label_of(k) for k in range(3)] == ["HERO", "FOIL", "NARRATOR"]
+    assert w.heatmap.plot.getViewBox().viewRange()[1] == w.timeline.plot.getViewBox().viewRange()[1]
     tl = w.timeline
     np.testing.assert_allclose(tl._starts, [0.0, 1.5, 3.0, 4.5])
     np.testing.assert_array_equal(tl._rows, [0, 1, 2, 0])
     assert tl.drawn == {0: ("ready", "none"), 1: ("queued", "none"), 2: ("pending", "none"),
                         3: ("pending", "none")}  # fmt: skip
-    pending = tl.layers[("pending", "none")].opts
+    pending = tl.layers[("pending", "none", False)].opts
     np.testing.assert_allclose(pending["x0"], [3.0, 4.5])
     np.testing.assert_allclose(pending["y"], [2.0, 0.0])
     assert w.timeline.playhead.value() == 0.5
@@ -63,7 +64,7 @@ def test_timeline_and_heatmap_follow_the_snapshots(qtbot, engine, make_window, f
     assert tuple(w.heatmap.image.getLevels()) == (0.0, 25.0)
     assert w.timeline.playhead.value() == 2.0
     assert tl.drawn[0] == ("played", "late") and tl.drawn[1] == ("ready", "none")
-    assert len(tl.layers[("ready", "none")].opts["x0"]) == 1  # cue 0 left the ready layer
+    assert len(tl.layers[("ready", "none", False)].opts["x0"]) == 1  # cue 0 left the ready layer
     assert w.cue_model.data(w.cue_model.index(0, 4)).startswith("played +40")
 
 
