@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QUndoStack
 from PySide6.QtWidgets import (
     QApplication,
     QComboBox,
@@ -22,9 +22,9 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QMainWindow,
+    QMessageBox,
     QProgressDialog,
     QSplitter,
-    QToolBar,
     QVBoxLayout,
     QWidget,
 )
@@ -33,7 +33,9 @@ from app.banner import Banner
 from app.bridge import EngineBridge, SnapshotSource
 from app.cast_panel import CastPanel
 from app.cue_list import CueList
+from app.editing import DeleteAdlib, EditLine, KeepAdlib, Recast, voice_fields
 from app.jobs import RenderJob
+from app.menus import build_menus
 from app.monitor import LatencyMonitor
 from app.pending import Pending
 from app.recovery import RecoveryOffer
@@ -80,7 +82,7 @@ class MainWindow(QMainWindow):
         self.show_view.follow_changed.connect(lambda on: setattr(self.cues, "follow", on))
         self.monitor = LatencyMonitor()
         self.cast = CastPanel(self._voice_ids())
-        self.cast.voice_changed.connect(lambda role, changes: self.engine.set_voice(role, **changes))
+        self.cast.voice_changed.connect(self._recast)
         self.adlib_role = QComboBox()
         self.adlib_text = QLineEdit()
         self.adlib_text.setPlaceholderText("Ad-lib: type a line and press Enter to speak it now")
@@ -92,7 +94,12 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.status)
         self.pending = Pending(self.busy, self)
         self._build_layout()
-        self._build_actions()
+        self.undo = QUndoStack(self)
+        self._saving_then = False
+        self.ask_on_close = True
+        """Ask about unsaved changes on close (not once the application is quitting)."""
+        """True while an action the director confirmed runs after its save."""
+        build_menus(self)
         self.bridge = EngineBridge(source or engine, parent=self)
         self.bridge.snapshot_changed.connect(self.apply_snapshot)
         self.bridge.message_posted.connect(self.banner.show_message)
@@ -133,59 +140,6 @@ class MainWindow(QMainWindow):
         self.docks[0].raise_()
         self.resizeDocks([self.docks[0]], [260], Qt.Orientation.Vertical)
 
-    def _action(self, text: str, slot: object, shortcut: str | QKeySequence | None = None) -> QAction:
-        act = QAction(text, self)
-        if shortcut is not None:
-            act.setShortcut(QKeySequence(shortcut))
-        act.triggered.connect(slot)
-        self.addAction(act)
-        return act
-
-    def _build_actions(self) -> None:
-        a = self._action
-        file = self.menuBar().addMenu("&File")
-        file.addAction(a("&Open script…", self.open_dialog, QKeySequence.StandardKey.Open))
-        self.recent_menu = file.addMenu("Open &recent")
-        self.recent_menu.aboutToShow.connect(self._fill_recent)
-        file.addAction(a("Open &project…", self.open_project_dialog, "Ctrl+Shift+O"))
-        file.addAction(a("&Save project", self.save_project, QKeySequence.StandardKey.Save))
-        file.addAction(a("Save project &as…", self.save_project_as, "Ctrl+Shift+S"))
-        file.addAction(a("&Render to file…", self.render_dialog, "Ctrl+R"))
-        file.addAction(a("Render with s&tems…", lambda: self.render_dialog(stems=True), "Ctrl+Shift+R"))
-        file.addAction(a("&Quit", self._quit, QKeySequence.StandardKey.Quit))
-        show = self.menuBar().addMenu("&Show")
-        self.go_action = a("GO", self.go, Qt.Key.Key_Space)
-        self.play_action = a("Play", self.play, "Ctrl+P")
-        self.pause_action = a("Pause / resume", self.engine.toggle, Qt.Key.Key_P)
-        self.stop_action = a("Stop", self.engine.stop, "Ctrl+.")
-        self.panic_action = a("Panic (silence now)", self.engine.panic, Qt.Key.Key_Escape)
-        nxt = a("Next cue", lambda: self.engine.skip(1), "Ctrl+Right")
-        prev = a("Previous cue", lambda: self.engine.skip(-1), "Ctrl+Left")
-        jump = a("Jump to selected cue", self.jump_to_selected, "Ctrl+J")
-        self.loop_action = a("Loop scene of selected cue", self._loop, "Ctrl+L")
-        self.loop_action.setCheckable(True)
-        self.stack_action = a("Cue-stack mode (each cue waits for GO)", self._cue_stack, "Ctrl+G")
-        self.stack_action.setCheckable(True)
-        self.keep_action = a("Keep selected ad-lib in the show", self._keep_adlib, "Ctrl+K")
-        self.delete_action = a("Delete selected ad-lib", self._delete_adlib, "Ctrl+Delete")
-        for act in (self.go_action, self.play_action, self.pause_action, self.stop_action,
-                    self.panic_action, nxt, prev, jump, self.loop_action, self.stack_action,
-                    self.keep_action, self.delete_action):  # fmt: skip
-            show.addAction(act)
-        bar = QToolBar("Transport")
-        bar.setObjectName("transport")
-        for act in (self.play_action, self.pause_action, self.stop_action, self.go_action, self.panic_action):
-            bar.addAction(act)
-        bar.addSeparator()
-        bar.addWidget(QLabel(" Output: "))
-        self.device_box = QComboBox()
-        self.device_box.addItem("Default output", None)
-        for d in self._devices():
-            self.device_box.addItem(d, int(d.split(":", 1)[0]))
-        self.device_box.activated.connect(self._device_chosen)
-        bar.addWidget(self.device_box)
-        self.addToolBar(bar)
-
     # --- snapshots --------------------------------------------------------------------
     def apply_snapshot(self, snap: EngineSnapshot) -> None:
         """Draw one engine snapshot (called by the bridge on the GUI thread)."""
@@ -206,6 +160,8 @@ class MainWindow(QMainWindow):
     def open_script(self, path: str | Path) -> bool:
         """Import a script; on a bad file show the importer's message and keep the show.
         True when the file read cleanly (it becomes the show a moment later)."""
+        if not self.confirm_unsaved(lambda: self.open_script(path)):
+            return False
         try:
             future = self.engine.begin_load(path)
         except TroupeError as exc:
@@ -214,13 +170,15 @@ class MainWindow(QMainWindow):
 
         def opened(script: Script) -> None:
             self.session.add_recent(Path(path))
+            self._opened()
             self.statusBar().showMessage(f"opened {script.title}: {len(script.cues)} lines", 5000)
-            self.bridge.poll()
 
         self.pending.watch(future, f"opening {Path(path).name}", self.banner.show_message, opened)
         return True
 
     def open_project(self, path: str | Path) -> bool:
+        if not self.confirm_unsaved(lambda: self.open_project(path)):
+            return False
         try:
             future = self.engine.begin_open_project(path)
         except TroupeError as exc:
@@ -229,7 +187,7 @@ class MainWindow(QMainWindow):
 
         def opened(_script: Script) -> None:
             self.session.add_recent(Path(path))
-            self.bridge.poll()
+            self._opened()
 
         self.pending.watch(future, f"opening {Path(path).name}", self.banner.show_message, opened)
         return True
@@ -262,22 +220,66 @@ class MainWindow(QMainWindow):
         if not self.recent_menu.actions():
             self.recent_menu.addAction("(none)").setEnabled(False)
 
-    def save_project(self) -> None:
+    def _opened(self) -> None:
+        """A script or project became the show: old edits cannot be undone into it, and an
+        old error no longer applies."""
+        self.undo.clear()
+        self.undo.setClean()
+        self.banner.clear_error()
+        self.bridge.poll()
+
+    def save_project(self, then: Callable[[], None] | None = None) -> bool:
+        """Save to the project's file (asking where if it has none); False if the director
+        cancelled. `then` runs once the save succeeded."""
         path = self.engine.project_path  # NB: one reference read
         if path is None:
-            self.save_project_as()
-            return
-        self._save(path)
+            return self.save_project_as(then)
+        self._save(path, then)
+        return True
 
-    def save_project_as(self) -> None:
+    def save_project_as(self, then: Callable[[], None] | None = None) -> bool:
         path, _ = QFileDialog.getSaveFileName(self, "Save project", "show.troupe.json", PROJECT_FILTER)
         if path:
-            self._save(Path(path))
+            self._save(Path(path), then)
+        return bool(path)
 
-    def _save(self, path: Path) -> None:
+    def _save(self, path: Path, then: Callable[[], None] | None = None) -> None:
+        mark = self.undo.index()
+
+        def saved(_: object) -> None:
+            if self.undo.index() == mark:
+                self.undo.setClean()
+            self.statusBar().showMessage(f"saved {path}", 5000)
+            if then is not None:
+                then()
+
         self.pending.watch(self.engine.begin_save_project(path), "saving the project",
-                           lambda msg: self.banner.show_message(f"could not save: {msg}"),
-                           lambda _: self.statusBar().showMessage(f"saved {path}", 5000))  # fmt: skip
+                           lambda msg: self.banner.show_message(f"could not save: {msg}"), saved)  # fmt: skip
+
+    def confirm_unsaved(self, retry: Callable[[], object]) -> bool:
+        """True to go on now. With unsaved edits, ask: Save (then `retry` once saved),
+        Discard (go on), or Cancel (stay)."""
+        if self.undo.isClean() or self._saving_then:
+            return True
+        buttons = QMessageBox.StandardButton
+        answer = QMessageBox.question(
+            self, "Unsaved changes",
+            f"The show has unsaved changes ({self.undo.undoText() or 'edits'}…). Save them first?",
+            buttons.Save | buttons.Discard | buttons.Cancel, buttons.Save,
+        )  # fmt: skip
+        if answer == buttons.Discard:
+            return True
+        if answer == buttons.Save:
+
+            def after() -> None:
+                self._saving_then = True
+                try:
+                    retry()
+                finally:
+                    self._saving_then = False
+
+            self.save_project(after)
+        return False
 
     def _recover(self, path: Path) -> None:
         """Open a recovery file; Save then goes to the crashed session's own project file
@@ -292,10 +294,10 @@ class MainWindow(QMainWindow):
         def opened(_script: Script) -> None:
             self.engine.submit(lambda: setattr(self.engine, "project_path", origin))
             self.session.discard(path)
-            self.bridge.poll()
+            self._opened()
             where = f"Save goes to {origin}" if origin else "Save asks where to save it"
             self.banner.show_message(
-                f"recovered the cast and edits of the session that did not close; {where}"
+                f"recovered the cast and edits of the session that did not close; {where}", kind="success"
             )
 
         self.pending.watch(future, "recovering", self.banner.show_message, opened)
@@ -356,10 +358,21 @@ class MainWindow(QMainWindow):
         self.adlib_text.clear()
 
     def _edit_line(self, index: int, text: str) -> None:
+        row = self.cue_model.row_of(index)
+        old = self.cue_model.cues[row].text if row >= 0 else ""
         try:
             self.engine.edit_line(index, text)
         except TroupeError as exc:
             self.banner.show_message(str(exc))
+            return
+        self.undo.push(EditLine(self.engine, index, old, text))
+
+    def _recast(self, role: str, changes: dict[str, object]) -> None:
+        voice = self.cast.shown.get(role)
+        if voice is None:
+            self.engine.set_voice(role, **changes)
+            return
+        self.undo.push(Recast(self.engine, role, voice_fields(voice, changes), dict(changes)))
 
     def selected_cue(self) -> int | None:
         cue = self.cues.selected()
@@ -399,12 +412,12 @@ class MainWindow(QMainWindow):
     def _keep_adlib(self) -> None:
         index = self._selected_adlib()
         if index is not None:
-            self.engine.keep_adlib(index)
+            self.undo.push(KeepAdlib(self.engine, index))
 
     def _delete_adlib(self) -> None:
         index = self._selected_adlib()
         if index is not None:
-            self.engine.delete_adlib(index)
+            self.undo.push(DeleteAdlib(self.engine, index))
 
     # --- export -------------------------------------------------------------------------
     def render_dialog(self, stems: bool = False) -> None:
@@ -457,7 +470,15 @@ class MainWindow(QMainWindow):
     def _quit(self) -> None:
         self.close()  # NB: a slot that returns None; QWidget.close's bool upsets PySide6's refcounts
 
+    def default_device_label(self) -> str:
+        """What the output chooser's first entry says: the device the command line chose."""
+        device = self.engine.settings.output.device
+        return "Default output" if device is None else f"{device} (as started)"
+
     def closeEvent(self, event: QCloseEvent) -> None:
+        if self.ask_on_close and not self.confirm_unsaved(self.close):
+            event.ignore()
+            return
         self.bridge.stop()
         self.cues.save_state(self.settings)
         self.session.close(self)
@@ -486,6 +507,7 @@ def run_gui(args: argparse.Namespace) -> int:
     window.show()
     _quit_on_signals(app)
     code = _smoke(app, window) if getattr(args, "smoke", False) else app.exec()
+    window.ask_on_close = False  # a signal ended the loop: the window asked already if it could
     window.close()
     engine.close()
     return code

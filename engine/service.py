@@ -364,17 +364,20 @@ class Engine:
         """Cue-stack mode: every cue waits for GO, the clock holding while one waits."""
         self.post(lambda: self._show().set_cue_stack(on))
 
-    def keep_adlib(self, index: int) -> None:
-        """Keep an ad-lib in the show: it becomes a cue at the time it was heard."""
+    def keep_adlib(self, index: int, keep: bool = True) -> None:
+        """Keep an ad-lib in the show: it becomes a cue at the time it was heard
+        (`keep=False` undoes that: heard once again)."""
 
-        def keep() -> None:
-            self._show().adlibs.keep(index)
+        def keep_() -> None:
+            adlibs = self._show().adlibs
+            adlibs.keep(index) if keep else adlibs.unkeep(index)
 
-        self.post(keep)
+        self.post(keep_)
 
-    def delete_adlib(self, index: int) -> None:
-        """Remove an ad-lib from the cue list, the timeline and the mix."""
-        self.post(lambda: self._show().adlibs.delete(index))
+    def delete_adlib(self, index: int, delete: bool = True) -> None:
+        """Remove an ad-lib from the cue list, the timeline and the mix (`delete=False`
+        brings a deleted one back)."""
+        self.post(lambda: self._show().adlibs.delete(index) if delete else self._show().adlibs.restore(index))
 
     def loop_scene(self, scene: int | None) -> None:
         self.post(lambda: self._show().loop_scene(scene))

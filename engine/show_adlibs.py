@@ -138,12 +138,32 @@ class Adlibs:
             self.show._replan()
         return t
 
+    def unkeep(self, cue_index: int) -> None:
+        """Undo `keep`: the ad-lib is again heard once (it is not replayed)."""
+        t = self.get(cue_index)
+        if t.kept:
+            t.kept = False
+            self.show.mixer.remove_cue(cue_index)
+            self.show._replan()
+
     def delete(self, cue_index: int) -> None:
         """Remove an ad-lib from the list, the timeline and the mix (and the queue)."""
         t = self.get(cue_index)
         t.deleted = True
         self.show.scheduler.cancel(lambda r: r.cue_index == cue_index)
         self.show.mixer.remove_cue(cue_index)
+        self.show._replan()
+
+    def restore(self, cue_index: int) -> None:
+        """Undo `delete`: the ad-lib is listed again; a kept one is back in the mix."""
+        k = cue_index - len(self.show.tracks)
+        if not 0 <= k < len(self.tracks) or not self.tracks[k].deleted:
+            raise TroupeError(f"cue {cue_index + 1}: no deleted ad-lib there")
+        t = self.tracks[k]
+        t.deleted = False
+        audio = t.audio[0] if t.known else None
+        if t.kept and t.start_s is not None and audio is not None:
+            self.show.mixer.add(Clip(round(t.start_s * SR), t.cue.role, audio, cue_index))
         self.show._replan()
 
     def close(self) -> None:

@@ -147,3 +147,25 @@ def test_an_adlib_cannot_be_retaken(radio: Harness) -> None:
     radio.show.adlib("ELSA", "Wait!")
     with pytest.raises(TroupeError, match="not a line of the script"):
         radio.show.retake(len(radio.script.cues))
+
+
+def test_keep_and_delete_of_an_adlib_can_be_undone(radio: Harness) -> None:
+    _mute_all_but(radio, "OWEN")
+    radio.play(0.5)
+    radio.show.adlib("OWEN", "Someone is at the door!")
+    radio.settle()
+    t = radio.show.adlibs.tracks[0]
+    radio.play(3.0)
+    radio.show.adlibs.keep(t.cue.index)
+    radio.show.adlibs.unkeep(t.cue.index)  # undo keep: heard once again, not replayed
+    radio.show.stop()
+    radio.show.pause(False)
+    assert not radio.play(4.0).any() and not t.kept
+    radio.show.adlibs.keep(t.cue.index)
+    radio.show.adlibs.delete(t.cue.index)
+    radio.show.adlibs.restore(t.cue.index)  # undo delete: the kept ad-lib is back in the show
+    radio.show.stop()
+    radio.show.pause(False)
+    assert np.abs(radio.play(4.0)).max() > 0.01 and t.cue.index in radio.show._planned
+    with pytest.raises(TroupeError, match="no deleted ad-lib"):
+        radio.show.adlibs.restore(t.cue.index)
