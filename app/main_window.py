@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.axes import clock_text
 from app.banner import Banner
 from app.bridge import EngineBridge, SnapshotSource
 from app.cast_panel import CastPanel
@@ -40,6 +41,7 @@ from app.monitor import LatencyMonitor
 from app.pending import Pending
 from app.recovery import RecoveryOffer
 from app.session import Session
+from app.show_clock import ShowClock
 from app.show_view import ShowView
 from engine.core.errors import TroupeError
 from engine.core.process import start_resource_tracker
@@ -75,6 +77,8 @@ class MainWindow(QMainWindow):
         self.cues = CueList(on_edit=self._edit_line)
         self.cue_model = self.cues.model_
         self.cues.cue_selected.connect(self._selected)
+        self.clock = ShowClock()
+        self.clock.go_clicked.connect(self.go)
         self.show_view = ShowView()
         self.timeline = self.show_view.timeline
         self.heatmap = self.show_view.heatmap
@@ -113,6 +117,7 @@ class MainWindow(QMainWindow):
         left = QWidget()
         lv = QVBoxLayout(left)
         lv.setContentsMargins(0, 0, 0, 0)
+        lv.addWidget(self.clock)
         lv.addWidget(self.cues, 1)
         adlib = QHBoxLayout()
         adlib.addWidget(self.adlib_role)
@@ -146,14 +151,15 @@ class MainWindow(QMainWindow):
         self.cue_model.update(snap.cues, snap.scenes)
         self.cues.follow_playhead(snap.playhead_s, snap.playing)
         self.show_view.apply(snap)
+        self.clock.update_from(snap)
+        self.go_action.setText(self.clock.go.text())
         self.monitor.update_from(snap)
         self.cast.set_cast(snap.roles, snap.voices)
         if [self.adlib_role.itemText(k) for k in range(self.adlib_role.count())] != list(snap.roles):
             self.adlib_role.clear()
             self.adlib_role.addItems(list(snap.roles))
-        state = snap.status
-        self.status.setText(f"{snap.title or 'no script'}  ·  {state}  ·  "
-                            f"{_clock(snap.playhead_s)} / {_clock(snap.end_s)}")  # fmt: skip
+        head, end = clock_text(snap.playhead_s, True), clock_text(snap.end_s, True)
+        self.status.setText(f"{snap.title or 'no script'}  ·  {snap.status}  ·  {head} / {end}")
         self.setWindowTitle(f"Troupe — {snap.title}" if snap.title else "Troupe")
 
     # --- scripts and projects -----------------------------------------------------------
@@ -483,10 +489,6 @@ class MainWindow(QMainWindow):
         self.cues.save_state(self.settings)
         self.session.close(self)
         super().closeEvent(event)
-
-
-def _clock(s: float) -> str:
-    return f"{int(s // 60)}:{s % 60:04.1f}"
 
 
 def run_gui(args: argparse.Namespace) -> int:

@@ -94,6 +94,8 @@ class EngineSnapshot:
     latency_points: tuple[tuple[float, float, bool], ...] = ()
     """(show time s, latency ms, missed) of recent lines, for the rolling plot."""
     cue_stack: bool = False
+    go_cue: int = -1
+    """The cue GO starts (-1: none left)."""
     status: str = "stopped"
     """'stopped' (at the top), 'playing', 'paused', 'waiting for GO' (cue-stack mode), 'ended',
     or 'audio lost' (playing, while Troupe reopens a lost output)."""
@@ -153,7 +155,7 @@ def build_snapshot(engine: SnapshotSource, version: int) -> EngineSnapshot:
         playhead_s=show.playhead_s, end_s=show.end_s, cues=cues, roles=tuple(engine.script.roles),
         voices={r: engine.cast[r] for r in engine.script.roles},
         scenes=tuple(s.heading for s in engine.script.scenes), priorities=engine.history.copy(),
-        figures=figures, latency_points=points[-400:], cue_stack=show.cue_stack,
+        figures=figures, latency_points=points[-400:], cue_stack=show.cue_stack, go_cue=show.go_cue,
         status=_status(show.status, engine.output_open, engine.output_lost),
     )  # fmt: skip
 
