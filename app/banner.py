@@ -21,6 +21,8 @@ class Banner(QFrame):
         super().__init__(parent)
         self.setObjectName("banner")
         self.kind = "error"
+        self.serial = 0
+        """Counts messages shown, so a success clears only errors that came before it."""
         self.setStyleSheet(STYLES["error"])
         self.label = QLabel()
         self.label.setWordWrap(True)
@@ -43,6 +45,7 @@ class Banner(QFrame):
     def show_message(self, text: str, action: str = "", on_action: Callable[[], None] | None = None,
                      kind: str = "error") -> None:  # fmt: skip
         """Show `text`; `kind` 'error' (red) or 'success' (green)."""
+        self.serial += 1
         if kind != self.kind:
             self.kind = kind
             self.setStyleSheet(STYLES[kind])
@@ -54,9 +57,10 @@ class Banner(QFrame):
         if not action:
             self._timer.start(SHOW_MS)
 
-    def clear_error(self) -> None:
-        """Hide an error once a later command succeeded (a success message stays)."""
-        if self.kind == "error":
+    def clear_error(self, before: int) -> None:
+        """Hide the error shown, once a command started after it (at serial `before`)
+        succeeded; a newer message or a success message stays."""
+        if self.kind == "error" and self.serial <= before:
             self.hide()
 
     @property

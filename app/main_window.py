@@ -168,6 +168,7 @@ class MainWindow(QMainWindow):
         True when the file read cleanly (it becomes the show a moment later)."""
         if not self.confirm_unsaved(lambda: self.open_script(path)):
             return False
+        serial = self.banner.serial
         try:
             future = self.engine.begin_load(path)
         except TroupeError as exc:
@@ -176,7 +177,7 @@ class MainWindow(QMainWindow):
 
         def opened(script: Script) -> None:
             self.session.add_recent(Path(path))
-            self._opened()
+            self._opened(serial)
             self.statusBar().showMessage(f"opened {script.title}: {len(script.cues)} lines", 5000)
 
         self.pending.watch(future, f"opening {Path(path).name}", self.banner.show_message, opened)
@@ -185,6 +186,7 @@ class MainWindow(QMainWindow):
     def open_project(self, path: str | Path) -> bool:
         if not self.confirm_unsaved(lambda: self.open_project(path)):
             return False
+        serial = self.banner.serial
         try:
             future = self.engine.begin_open_project(path)
         except TroupeError as exc:
@@ -193,7 +195,7 @@ class MainWindow(QMainWindow):
 
         def opened(_script: Script) -> None:
             self.session.add_recent(Path(path))
-            self._opened()
+            self._opened(serial)
 
         self.pending.watch(future, f"opening {Path(path).name}", self.banner.show_message, opened)
         return True
@@ -226,12 +228,12 @@ class MainWindow(QMainWindow):
         if not self.recent_menu.actions():
             self.recent_menu.addAction("(none)").setEnabled(False)
 
-    def _opened(self) -> None:
+    def _opened(self, banner_serial: int) -> None:
         """A script or project became the show: old edits cannot be undone into it, and an
-        old error no longer applies."""
+        error shown before the command started no longer applies."""
         self.undo.clear()
         self.undo.setClean()
-        self.banner.clear_error()
+        self.banner.clear_error(banner_serial)
         self.bridge.poll()
 
     def save_project(self, then: Callable[[], None] | None = None) -> bool:
@@ -291,6 +293,7 @@ class MainWindow(QMainWindow):
         """Open a recovery file; Save then goes to the crashed session's own project file
         (or asks where, if it had none), never into the recovery file."""
         origin = self.session.origin(path)
+        serial = self.banner.serial
         try:
             future = self.engine.begin_open_project(path)
         except TroupeError as exc:
@@ -300,7 +303,7 @@ class MainWindow(QMainWindow):
         def opened(_script: Script) -> None:
             self.engine.submit(lambda: setattr(self.engine, "project_path", origin))
             self.session.discard(path)
-            self._opened()
+            self._opened(serial)
             where = f"Save goes to {origin}" if origin else "Save asks where to save it"
             self.banner.show_message(
                 f"recovered the cast and edits of the session that did not close; {where}", kind="success"
