@@ -18,10 +18,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.meters import LevelBar
 from engine.core.limits import limit
 from engine.core.types import Voice
+from engine.service import Level
 
-COLUMNS = ("Role", "Voice", "Rate", "Pitch", "Gain dB", "Pan", "Weight", "Mute", "Solo")
+COLUMNS = ("Role", "Level", "Voice", "Rate", "Pitch", "Gain dB", "Pan", "Weight", "Mute", "Solo")
 WEIGHT_STEPS = 10
 """The weight slider moves in tenths, over the engine's whole range (`VOICE_LIMITS`)."""
 
@@ -41,6 +43,7 @@ class CastPanel(QWidget):
         self.roles: tuple[str, ...] = ()
         self.shown: dict[str, Voice] = {}
         self.editors: dict[str, dict[str, QWidget]] = {}
+        self.meters: dict[str, LevelBar] = {}
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.table)
@@ -51,12 +54,23 @@ class CastPanel(QWidget):
             self.roles = roles
             self.table.setRowCount(len(roles))
             self.editors = {role: self._row(k, role) for k, role in enumerate(roles)}
+            self.meters = {}
+            for k, role in enumerate(roles):
+                self.meters[role] = LevelBar()
+                self.table.setCellWidget(k, 1, self.meters[role])
             self.shown = {}
         for role in roles:
             v = voices.get(role)
             if v is not None and self.shown.get(role) != v:
                 self._show(role, v)
                 self.shown[role] = v
+
+    def set_levels(self, levels: dict[str, Level]) -> None:
+        """Show each role's meter reading."""
+        for role, level in levels.items():
+            bar = self.meters.get(role)
+            if bar is not None:
+                bar.set_level(level)
 
     def _row(self, k: int, role: str) -> dict[str, QWidget]:
         from PySide6.QtWidgets import QTableWidgetItem
@@ -87,7 +101,7 @@ class CastPanel(QWidget):
         editors: dict[str, QWidget] = {"voice_id": voice, "rate_wpm": rate, "pitch": pitch,
                                        "gain_db": gain, "pan": pan, "weight": weight,
                                        "mute": mute, "solo": solo}  # fmt: skip
-        for col, w in enumerate(editors.values(), start=1):
+        for col, w in enumerate(editors.values(), start=2):
             self.table.setCellWidget(k, col, w)
         return editors
 

@@ -155,6 +155,7 @@ class MainWindow(QMainWindow):
         self.go_action.setText(self.clock.go.text())
         self.monitor.update_from(snap)
         self.cast.set_cast(snap.roles, snap.voices)
+        self.cast.set_levels(snap.levels)
         if [self.adlib_role.itemText(k) for k in range(self.adlib_role.count())] != list(snap.roles):
             self.adlib_role.clear()
             self.adlib_role.addItems(list(snap.roles))

@@ -7,6 +7,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QGridLayout, QLabel, QPushButton, QSizePolicy, QWidget
 
 from app.axes import clock_text
+from app.meters import LevelBar
 from engine.service import CueView, EngineSnapshot
 
 STATUS_COLOURS = {"playing": "#22c55e", "waiting for GO": "#facc15", "audio lost": "#ef4444",
@@ -53,6 +54,8 @@ class ShowClock(QWidget):
                               "font-weight: 700; border-radius: 6px; padding: 4px 10px; }"
                               "QPushButton:disabled { background: #4b5563; color: #cbd5e1; }")  # fmt: skip
         self.go.clicked.connect(self.go_clicked)
+        self.master = LevelBar(show_clip=True)
+        self.master.setToolTip("master level")
         grid = QGridLayout(self)
         grid.setContentsMargins(4, 2, 4, 2)
         grid.addWidget(self.elapsed, 0, 0)
@@ -62,10 +65,13 @@ class ShowClock(QWidget):
         grid.addWidget(self.now, 0, 2)
         grid.addWidget(QLabel("Standby:"), 1, 1, Qt.AlignmentFlag.AlignRight)
         grid.addWidget(self.next, 1, 2)
+        grid.addWidget(QLabel("Master:"), 2, 1, Qt.AlignmentFlag.AlignRight)
+        grid.addWidget(self.master, 2, 2)
         grid.addWidget(self.go, 0, 3, 3, 1)
         grid.setColumnStretch(2, 1)
 
     def update_from(self, snap: EngineSnapshot) -> None:
+        self.master.set_level(snap.master)
         self.elapsed.setText(clock_text(snap.playhead_s, tenths=True))
         self.remaining.setText("-" + clock_text(max(0.0, snap.end_s - snap.playhead_s)))
         self.status.setText(snap.status)

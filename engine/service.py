@@ -36,6 +36,7 @@ from engine.core.process import steady_heap
 from engine.core.types import Script
 from engine.metrics import AnomalyDetector, Rolling
 from engine.mixer import Pacing
+from engine.mixer.meters import Level, Meters
 from engine.project import read_project, use_voicing
 from engine.render import Progress, RenderResult, render_script
 from engine.scheduler import Request, Scheduler, SchedulerConfig, State
@@ -44,7 +45,7 @@ from engine.script import SUFFIXES, load_script
 from engine.script.common import normalise_role
 from engine.script.limits import MAX_LINE_CHARS
 from engine.show import Show
-from engine.snapshot import HISTORY_COLUMNS, CueView, EngineSnapshot, Figures, build_snapshot
+from engine.snapshot import HISTORY_COLUMNS, CueView, EngineSnapshot, Figures, build_snapshot, measure_levels
 from engine.synthesis.base import VoiceInfo
 from engine.synthesis.espeak import EspeakSynthesizer, espeak_variants, espeak_voices
 from engine.synthesis.kokoro import warm_up_in_background
@@ -55,7 +56,16 @@ SCRIPT_SUFFIXES = frozenset(SUFFIXES)
 """Every script format the importers read (what the window's Open and drop accept)."""
 
 T = TypeVar("T")
-__all__ = ["HISTORY_COLUMNS", "CueView", "Engine", "EngineSettings", "EngineSnapshot", "Figures", "wait"]
+__all__ = [
+    "HISTORY_COLUMNS",
+    "CueView",
+    "Engine",
+    "EngineSettings",
+    "EngineSnapshot",
+    "Figures",
+    "Level",
+    "wait",
+]
 
 
 @dataclass(frozen=True)
@@ -108,6 +118,7 @@ class Engine:
         self.audible_ms = Rolling(120.0, clock)
         self.queue_wait_ms = Rolling(60.0, clock)
         self.anomalies = AnomalyDetector(clock=clock)
+        self.meters = Meters()
         self._latency_points: list[tuple[float, float, bool]] = []
         self._warm_ups: dict[str, threading.Thread] = {}
         self._stop = threading.Event()
@@ -187,6 +198,8 @@ class Engine:
             return
         self._last_history_t = now
         show = self.show
+        if show is not None:
+            measure_levels(show, self.ring, self.meters, self.ring.playing and self.output_open, now)
         if show is not None and self.history.shape[0]:
             pr = self.scheduler.role_priorities()
             self.history = np.roll(self.history, -1, axis=1)

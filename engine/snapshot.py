@@ -13,6 +13,8 @@ from engine.audio_io.ring import MixRing
 from engine.cast import Cast
 from engine.core.types import SAMPLE_RATE_HZ, Script, Voice
 from engine.metrics import AnomalyDetector, Rolling
+from engine.mixer import Clip
+from engine.mixer.meters import WINDOW_FRAMES, Level, Meters, role_signals
 from engine.scheduler import Scheduler
 from engine.show import Show
 from engine.show_tracks import CueTrack
@@ -93,6 +95,9 @@ class EngineSnapshot:
     figures: Figures = field(default_factory=Figures)
     latency_points: tuple[tuple[float, float, bool], ...] = ()
     """(show time s, latency ms, missed) of recent lines, for the rolling plot."""
+    levels: dict[str, Level] = field(default_factory=dict)
+    """Each role's meter reading (what the listener just heard of it)."""
+    master: Level = field(default_factory=Level)
     cue_stack: bool = False
     go_cue: int = -1
     """The cue GO starts (-1: none left)."""
@@ -114,6 +119,7 @@ class SnapshotSource(Protocol):
     audible_ms: Rolling
     queue_wait_ms: Rolling
     anomalies: AnomalyDetector
+    meters: Meters
 
     @property
     def output_open(self) -> bool: ...
@@ -156,6 +162,7 @@ def build_snapshot(engine: SnapshotSource, version: int) -> EngineSnapshot:
         voices={r: engine.cast[r] for r in engine.script.roles},
         scenes=tuple(s.heading for s in engine.script.scenes), priorities=engine.history.copy(),
         figures=figures, latency_points=points[-400:], cue_stack=show.cue_stack, go_cue=show.go_cue,
+        levels=engine.meters.roles, master=engine.meters.master,
         status=_status(show.status, engine.output_open, engine.output_lost),
     )  # fmt: skip
 
@@ -175,3 +182,22 @@ def _cue_view(show: Show, t: CueTrack) -> CueView:
     kind = ("kept" if t.kept else "adlib") if t.adlib else "line"
     return CueView(t.cue.index, t.cue.role, t.cue.text, t.cue.scene, t.state.value, start,
                    t.est_duration_s, t.late_ms, t.fallback, t.error, t.cue.hints, kind)  # fmt: skip
+
+
+def measure_levels(show: Show, ring: MixRing, meters: Meters, heard: bool, now_s: float) -> None:
+    """Update `meters` from the last WINDOW_FRAMES the listener heard (silence unless
+    `heard`): the master from the ring itself, each role from its clips at those frames.
+    Runs on the engine thread, never in the callback."""
+    read = ring.read_pos
+    n = max(0, min(WINDOW_FRAMES, read - (ring.write_pos - ring.capacity))) if heard else 0
+    start = read - n - show.origin
+    mixed = show.mixer.clips_in(start, start + n) if n else []
+    adlibs = [t for t in show.adlibs.tracks if not t.kept and not t.deleted and t.start_s is not None]
+    spliced = {t.cue.index for t in adlibs}  # their start is in the ring, not the mixer
+    clips = [c for c in mixed if c.cue_index not in spliced]
+    for t in adlibs:
+        audio = t.audio[0] if t.known else None
+        if audio is not None and t.start_s is not None:
+            clips.append(Clip(round(t.start_s * SAMPLE_RATE_HZ), t.cue.role, audio, t.cue.index))
+    roles = role_signals(clips, start, n, show.mixer.controls) if n else {}
+    meters.update(ring.frames_at(read - n, n), roles, show.script.roles, now_s)

@@ -71,6 +71,8 @@ def test_screenshot_of_a_playing_show(qtbot, live_engine: Engine, make_window) -
     w.speak_adlib()
     qtbot.wait(2500)
     w.select_cue(3)
+    qtbot.waitUntil(lambda: live_engine.snapshot().master.hold_db > -60.0, timeout=20_000)  # heard
+    assert any(lv.hold_db > -60.0 for lv in live_engine.snapshot().levels.values())
     snap = live_engine.snapshot()
     assert snap.playhead_s > 1.0 and snap.priorities.shape[0] == len(snap.roles)
     assert float(snap.priorities.max()) > 0.0  # the heatmap has something to show

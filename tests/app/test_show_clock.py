@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from app.main_window import DEMO
-from engine.service import Engine
+from app.meters import fraction
+from engine.service import Engine, Level
 from tests.app import big_show
 
 
@@ -55,3 +56,18 @@ def test_engine_publishes_the_cue_go_starts(qtbot, engine: Engine, make_window) 
     assert engine.snapshot().go_cue == 0  # stopped: GO starts the top
     first = engine.snapshot().cues[0]
     qtbot.waitUntil(lambda: w.clock.go.text() == f"GO  ▶ 1 {first.role}")
+
+
+def test_meters_show_the_snapshot_levels(qtbot, engine, make_window, fake_source) -> None:
+    w = make_window(engine, source=fake_source)
+    w.bridge.stop()
+    base = big_show.snapshot(1)
+    loud = Level(peak_db=-0.05, rms_db=-3.0, hold_db=0.0, clip=True)
+    levels = {r: Level() for r in base.roles} | {base.roles[3]: Level(-9.0, -12.0, -6.0)}
+    _draw(w, fake_source, replace(base, levels=levels, master=loud))
+    bar = w.cast.meters[base.roles[3]]
+    assert bar.level == Level(-9.0, -12.0, -6.0) and "peak -9.0 dBFS" in bar.toolTip()
+    assert w.clock.master.level.clip and "CLIP" in w.clock.master.toolTip()
+    image = w.clock.master.grab().toImage()  # the clip light is drawn red
+    assert image.pixelColor(image.width() - 3, image.height() // 2).name() == "#ef4444"
+    assert fraction(-60.0) == 0.0 and fraction(-30.0) == 0.5 and fraction(3.0) == 1.0
