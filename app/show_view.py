@@ -110,8 +110,11 @@ class ShowView(QWidget):
         self.shown_roles = shown
         self.timeline.set_cues(snap.cues, shown, silent_roles(snap.voices))
         self.timeline.set_playhead(snap.playhead_s, snap.playing)
-        rows = snap.priorities[keep] if len(keep) != snap.priorities.shape[0] else snap.priorities
-        self.heatmap.set_priorities(np.ascontiguousarray(rows), shown)
+        urgency, work = snap.priorities, snap.queued_work
+        if len(keep) != urgency.shape[0]:
+            urgency = urgency[keep]
+            work = work[keep] if work.shape[0] == snap.priorities.shape[0] else work
+        self.heatmap.set_priorities(np.ascontiguousarray(urgency), shown, work)
 
     def _follow_toggled(self, on: bool) -> None:
         self.timeline.follow = on

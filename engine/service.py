@@ -112,6 +112,9 @@ class Engine:
         self._snapshot = EngineSnapshot(version=0)
         self._version = 0
         self.history = np.zeros((0, HISTORY_COLUMNS), np.float32)
+        """Each role's urgency per scheduler tick (the heatmap)."""
+        self.work_history = np.zeros((0, HISTORY_COLUMNS), np.float32)
+        """Each role's queued synthesis time (s) per tick."""
         """Role priorities, roles x HISTORY_COLUMNS (the heatmap), written on the engine thread."""
         self._last_history_t = 0.0
         self.adlib_ms = Rolling(120.0, clock)
@@ -201,9 +204,11 @@ class Engine:
         if show is not None:
             measure_levels(show, self.ring, self.meters, self.ring.playing and self.output_open, now)
         if show is not None and self.history.shape[0]:
-            pr = self.scheduler.role_priorities()
+            pr, work = self.scheduler.role_priorities(), self.scheduler.role_work()
             self.history = np.roll(self.history, -1, axis=1)
             self.history[:, -1] = [pr.get(r, 0.0) for r in show.script.roles]
+            self.work_history = np.roll(self.work_history, -1, axis=1)
+            self.work_history[:, -1] = [work.get(r, 0.0) for r in show.script.roles]
         self._snapshot = self._build_snapshot()
 
     def _on_request_done(self, r: Request) -> None:
@@ -274,6 +279,7 @@ class Engine:
         self._warn_missing_backends(cast.voices.keys())
         self._warm_up(cast.voices.keys())
         self.history = np.zeros((len(script.roles), HISTORY_COLUMNS), np.float32)
+        self.work_history = np.zeros((len(script.roles), HISTORY_COLUMNS), np.float32)
         self._snapshot = self._build_snapshot()
 
     def _say(self, message: str) -> None:

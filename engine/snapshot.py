@@ -91,7 +91,12 @@ class EngineSnapshot:
     priorities: NDArray[np.float32] = field(
         default_factory=lambda: np.zeros((0, HISTORY_COLUMNS), np.float32)
     )
-    """roles x HISTORY_COLUMNS, newest column last."""
+    """Each role's urgency 0..1 (the scheduler's slack to its deadlines, see
+    `engine.scheduler.urgency`), roles x HISTORY_COLUMNS, newest column last."""
+    queued_work: NDArray[np.float32] = field(
+        default_factory=lambda: np.zeros((0, HISTORY_COLUMNS), np.float32)
+    )
+    """Each role's queued synthesis time (s), the same shape."""
     figures: Figures = field(default_factory=Figures)
     latency_points: tuple[tuple[float, float, bool], ...] = ()
     """(show time s, latency ms, missed) of recent lines, for the rolling plot."""
@@ -115,6 +120,7 @@ class SnapshotSource(Protocol):
     ring: MixRing
     scheduler: Scheduler
     history: NDArray[np.float32]
+    work_history: NDArray[np.float32]
     adlib_ms: Rolling
     audible_ms: Rolling
     queue_wait_ms: Rolling
@@ -161,6 +167,7 @@ def build_snapshot(engine: SnapshotSource, version: int) -> EngineSnapshot:
         playhead_s=show.playhead_s, end_s=show.end_s, cues=cues, roles=tuple(engine.script.roles),
         voices={r: engine.cast[r] for r in engine.script.roles},
         scenes=tuple(s.heading for s in engine.script.scenes), priorities=engine.history.copy(),
+        queued_work=engine.work_history.copy(),
         figures=figures, latency_points=points[-400:], cue_stack=show.cue_stack, go_cue=show.go_cue,
         levels=engine.meters.roles, master=engine.meters.master,
         status=_status(show.status, engine.output_open, engine.output_lost),

@@ -30,13 +30,13 @@ def test_timeline_and_heatmap_follow_the_snapshots(qtbot, engine, make_window, f
     w = make_window(engine, source=fake_source)
     w.bridge.stop()  # the test drives the polls
     pr = np.zeros((3, HISTORY_COLUMNS), np.float32)
-    pr[0, -10:] = 12.0
-    pr[2, :] = 3.0
+    pr[0, -10:] = 0.9
+    pr[2, :] = 0.3
     fake_source.current = _snapshot(1, ["ready", "queued", "pending", "pending"], pr, 0.5)
     w.bridge.poll()
     np.testing.assert_array_equal(w.heatmap.image.image, pr)
-    assert tuple(w.heatmap.image.getLevels()) == (0.0, 12.0)  # the busiest role sets the top
-    assert tuple(w.heatmap.colorbar.levels()) == (0.0, 12.0)
+    assert tuple(w.heatmap.image.getLevels()) == (0.0, 1.0)  # urgency is 0..1: a fixed scale
+    assert tuple(w.heatmap.colorbar.levels()) == (0.0, 1.0)
     axis = w.timeline.role_axis  # the heatmap's rows are the timeline's (one shared axis)
     assert [axis.label_of(k) for k in range(3)] == ["HERO", "FOIL", "NARRATOR"]
     assert w.heatmap.plot.getViewBox().viewRange()[1] == w.timeline.plot.getViewBox().viewRange()[1]
@@ -57,11 +57,11 @@ def test_timeline_and_heatmap_follow_the_snapshots(qtbot, engine, make_window, f
     assert brushes[1].color().name() == "#ef4444" and brushes[0].color().name() != "#ef4444"
 
     pr2 = np.roll(pr, -1, axis=1)
-    pr2[1, -1] = 25.0
+    pr2[1, -1] = 1.0
     fake_source.current = _snapshot(2, ["played", "ready", "queued", "pending"], pr2, 2.0)
     w.bridge.poll()
     np.testing.assert_array_equal(w.heatmap.image.image, pr2)
-    assert tuple(w.heatmap.image.getLevels()) == (0.0, 25.0)
+    assert w.heatmap.cell_text(-0.025, 1.0).startswith("FOIL at 0.0 s ago: urgency 1.00")
     assert w.timeline.playhead.value() == 2.0
     assert tl.drawn[0] == ("played", "late") and tl.drawn[1] == ("ready", "none")
     assert len(tl.layers[("ready", "none", False)].opts["x0"]) == 1  # cue 0 left the ready layer
@@ -87,7 +87,7 @@ def test_heatmap_maps_rows_to_roles_and_columns_to_time(qtbot, engine, make_wind
     w = make_window(engine, source=fake_source)
     w.bridge.stop()
     pr = np.zeros((3, HISTORY_COLUMNS), np.float32)
-    pr[2, -1] = 20.0  # NARRATOR, newest column
+    pr[2, -1] = 1.0  # NARRATOR, newest column
     fake_source.current = _snapshot(1, ["ready"], pr, 0.0)
     w.bridge.poll()
     rect = w.heatmap.image.mapRectToParent(w.heatmap.image.boundingRect())
