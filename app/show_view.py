@@ -108,7 +108,7 @@ class ShowView(QWidget):
         if shown != self.shown_roles or marks != self.timeline.role_axis.marks:
             self.timeline.role_axis.set_names(shown, marks)
         self.shown_roles = shown
-        self.timeline.set_cues(snap.cues, shown, silent_roles(snap.voices))
+        self.timeline.set_cues(snap.cues, shown, silent_roles(snap.voices), snap.envelopes)
         self.timeline.set_playhead(snap.playhead_s, snap.playing)
         urgency, work = snap.priorities, snap.queued_work
         if len(keep) != urgency.shape[0]:

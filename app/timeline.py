@@ -4,15 +4,18 @@ rows scroll and zoom (see `RowViewBox`); a click selects a cue."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pyqtgraph as pg
+from numpy.typing import NDArray
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from app.axes import RoleAxis, TimeAxis
 from app.cue_model import ADLIB_COLOUR, STATE_COLOURS
 from app.rows import RowViewBox
-from engine.service import CueView
+from engine.service import BUCKETS_PER_S, CueView
 
 BAR_HEIGHT = 0.7
 FIRST_VIEW_S = 180.0
@@ -46,6 +49,11 @@ class TimelineWidget(QWidget):
         """Cue index -> (state colour, outline) as last drawn."""
         self.silent: frozenset[str] = frozenset()
         """Roles not heard (muted, or silenced by another role's solo): drawn dimmed."""
+        self.wave = pg.PlotCurveItem(connect="pairs", pen=pg.mkPen("#0f172a", width=1))
+        self.wave.setZValue(2)  # over the bars it lies in
+        self.plot.addItem(self.wave)
+        self._wave_key: tuple[object, ...] = ()
+        self.envelopes: Mapping[int, NDArray[np.float32]] = {}
         self.playhead = pg.InfiniteLine(0.0, angle=90, pen=pg.mkPen("#f8fafc", width=2))
         self.plot.addItem(self.playhead)
         self.follow = True
@@ -66,10 +74,15 @@ class TimelineWidget(QWidget):
         layout.addWidget(self.plot)
 
     def set_cues(
-        self, cues: tuple[CueView, ...], roles: tuple[str, ...], silent: frozenset[str] = frozenset()
-    ) -> None:
+        self, cues: tuple[CueView, ...], roles: tuple[str, ...], silent: frozenset[str] = frozenset(),
+        envelopes: Mapping[int, NDArray[np.float32]] | None = None,
+    ) -> None:  # fmt: skip
         """Redraw the bars if anything about the cues changed; one row per role in `roles`
-        (cues of other roles are not drawn), `silent` roles dimmed."""
+        (cues of other roles are not drawn), `silent` roles dimmed, each voiced line's
+        waveform `envelopes` (cue index -> peaks per 1/BUCKETS_PER_S s) drawn in its bar."""
+        if envelopes is not None:
+            self.envelopes = envelopes
+        self._draw_waves()
         if cues == self._given and roles == self.roles and silent == self.silent:
             return
         self._given = cues
@@ -101,6 +114,31 @@ class TimelineWidget(QWidget):
                 x0=self._starts[idx], y=self._rows[idx].astype(float),
                 width=self._ends[idx] - self._starts[idx], height=BAR_HEIGHT,
             )  # fmt: skip
+        self._draw_waves()
+
+    def _draw_waves(self) -> None:
+        """Rebuild the waveform strokes when the envelopes or the rows drawn changed: one
+        vertical stroke per envelope bucket, all in one item (one path)."""
+        key = (id(self.envelopes), self.roles, len(self.cues), self._layouts_id())
+        if key == self._wave_key:
+            return
+        self._wave_key = key
+        xs, ys = [], []
+        half = BAR_HEIGHT / 2 * 0.9
+        for c, row in zip(self.cues, self._rows, strict=True):
+            env = self.envelopes.get(c.index)
+            if env is None or not env.size:
+                continue
+            x = c.start_s + (np.arange(env.size) + 0.5) / BUCKETS_PER_S
+            xs.append(np.repeat(x, 2))
+            ys.append(np.ravel(np.column_stack((row - env * half, row + env * half))))
+        if xs:
+            self.wave.setData(np.concatenate(xs), np.concatenate(ys))
+        else:
+            self.wave.setData([], [])
+
+    def _layouts_id(self) -> int:
+        return hash(self._starts.tobytes())
 
     def _layer(self, key: tuple[str, str, bool]) -> pg.BarGraphItem:
         if key not in self.layers:

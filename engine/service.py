@@ -36,6 +36,7 @@ from engine.core.process import steady_heap
 from engine.core.types import Script
 from engine.metrics import AnomalyDetector, Rolling
 from engine.mixer import Pacing
+from engine.mixer.envelope import BUCKETS_PER_S, EnvelopeCache
 from engine.mixer.meters import Level, Meters
 from engine.project import read_project, use_voicing
 from engine.render import Progress, RenderResult, render_script
@@ -57,6 +58,7 @@ SCRIPT_SUFFIXES = frozenset(SUFFIXES)
 
 T = TypeVar("T")
 __all__ = [
+    "BUCKETS_PER_S",
     "HISTORY_COLUMNS",
     "CueView",
     "Engine",
@@ -122,6 +124,7 @@ class Engine:
         self.queue_wait_ms = Rolling(60.0, clock)
         self.anomalies = AnomalyDetector(clock=clock)
         self.meters = Meters()
+        self.envelopes = EnvelopeCache()
         self._latency_points: list[tuple[float, float, bool]] = []
         self._warm_ups: dict[str, threading.Thread] = {}
         self._stop = threading.Event()

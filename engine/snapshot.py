@@ -14,6 +14,7 @@ from engine.cast import Cast
 from engine.core.types import SAMPLE_RATE_HZ, Script, Voice
 from engine.metrics import AnomalyDetector, Rolling
 from engine.mixer import Clip
+from engine.mixer.envelope import EnvelopeCache
 from engine.mixer.meters import WINDOW_FRAMES, Level, Meters, role_signals
 from engine.scheduler import Scheduler
 from engine.show import Show
@@ -100,6 +101,9 @@ class EngineSnapshot:
     figures: Figures = field(default_factory=Figures)
     latency_points: tuple[tuple[float, float, bool], ...] = ()
     """(show time s, latency ms, missed) of recent lines, for the rolling plot."""
+    envelopes: dict[int, NDArray[np.float32]] = field(default_factory=dict)
+    """Cue index -> its take's waveform envelope (peak per 50 ms, 0..1), once voiced; the
+    same dict object from snapshot to snapshot while no take changed."""
     levels: dict[str, Level] = field(default_factory=dict)
     """Each role's meter reading (what the listener just heard of it)."""
     master: Level = field(default_factory=Level)
@@ -126,6 +130,7 @@ class SnapshotSource(Protocol):
     queue_wait_ms: Rolling
     anomalies: AnomalyDetector
     meters: Meters
+    envelopes: EnvelopeCache
 
     @property
     def output_open(self) -> bool: ...
@@ -170,6 +175,7 @@ def build_snapshot(engine: SnapshotSource, version: int) -> EngineSnapshot:
         queued_work=engine.work_history.copy(),
         figures=figures, latency_points=points[-400:], cue_stack=show.cue_stack, go_cue=show.go_cue,
         levels=engine.meters.roles, master=engine.meters.master,
+        envelopes=engine.envelopes.update((t.cue.index, t) for t in shown),
         status=_status(show.status, engine.output_open, engine.output_lost),
     )  # fmt: skip
 
