@@ -26,14 +26,15 @@ from engine.audio_io.output import (
     AudioProcess,
     OutputSettings,
     list_output_devices,
+    play_once,
     raise_priority,
 )
 from engine.audio_io.ring import MixRing
-from engine.cast import Cast, save_project
+from engine.cast import Cast, save_project, validate_voice
 from engine.core.clock import Clock, monotonic
-from engine.core.errors import EngineBusy, TroupeError
+from engine.core.errors import EngineBusy, SynthesisError, TroupeError
 from engine.core.process import steady_heap
-from engine.core.types import Script
+from engine.core.types import Script, Voice
 from engine.metrics import AnomalyDetector, Rolling
 from engine.mixer import Pacing
 from engine.mixer.envelope import BUCKETS_PER_S, EnvelopeCache
@@ -46,6 +47,7 @@ from engine.script import SUFFIXES, load_script
 from engine.script.common import normalise_role
 from engine.script.limits import MAX_LINE_CHARS
 from engine.show import Show
+from engine.show_adlibs import PREVIEW_ROLE
 from engine.snapshot import HISTORY_COLUMNS, CueView, EngineSnapshot, Figures, build_snapshot, measure_levels
 from engine.synthesis.base import VoiceInfo
 from engine.synthesis.espeak import EspeakSynthesizer, espeak_variants, espeak_voices
@@ -236,6 +238,56 @@ class Engine:
         return neural_voice_ids(self.scheduler.backends) + sorted(
             set(ids) | {f"{e}+{k}" for e in english for k in variants}
         )
+
+    def voice_catalog(self) -> list[VoiceInfo]:
+        """Every voice a role can be cast to, with its language and gender: each backend's
+        voices, and each English espeak-ng voice with each variant (named after both).
+        `voice_id` is what a cast names (`backend:voice` beyond espeak-ng)."""
+        out: list[VoiceInfo] = []
+        for b in self.scheduler.backends.values():
+            if b.name != "espeak":
+                out += [replace(v, voice_id=f"{b.name}:{v.voice_id}") for v in b.synth.voices()]
+        langs = espeak_voices()
+        out += [replace(v, gender="") for v in langs]  # a language voice's timbre is its variant's
+        for lang in (v for v in langs if v.voice_id.startswith("en")):
+            for var in espeak_variants():
+                gender = {"f": "female", "m": "male"}.get(var.gender, "")
+                vid, name = f"{lang.voice_id}+{var.voice_id}", f"{lang.name} · {var.name}"
+                out.append(VoiceInfo("espeak", vid, name, lang.language, gender))
+        return out
+
+    def preview(self, voice_id: str, text: str) -> Future[None]:
+        """Speak `text` in a voice (`kokoro:af_heart`, or an espeak-ng id) for the director:
+        over the show when it plays, else on the output device by itself. No cue item; the
+        future resolves once it is voiced."""
+        text = text.strip() or "This is how I sound."
+        voice = validate_voice(Voice(voice_id=voice_id.strip() or "en-us"), "preview")
+        result: Future[None] = Future()
+
+        def voiced(r: Request) -> None:
+            if r.state is not State.DONE or r.audio is None or not r.audio.size:
+                why = r.error or "nothing was voiced"
+                result.set_exception(SynthesisError(f"preview of {voice_id}: {why}"))
+                return
+            show = self.show
+            try:
+                if show is not None and show.running and self.output_open:
+                    show.adlibs.splice(PREVIEW_ROLE, r.audio, -1)
+                else:
+                    play_once(r.audio, self.settings.output)
+            except Exception as exc:  # a busy or missing device: the banner says so
+                result.set_exception(TroupeError(f"preview of {voice_id}: cannot play it ({exc})"))
+                return
+            result.set_result(None)
+
+        def start() -> None:
+            try:
+                self._show().adlibs.preview(voice, text, voiced)
+            except TroupeError as exc:
+                result.set_exception(exc)
+
+        self.post(start)
+        return result
 
     def natural_voices(self) -> list[VoiceInfo]:
         """The non-espeak voices of this engine's backends (what auto-casting offers leads)."""

@@ -169,3 +169,20 @@ def test_keep_and_delete_of_an_adlib_can_be_undone(radio: Harness) -> None:
     assert np.abs(radio.play(4.0)).max() > 0.01 and t.cue.index in radio.show._planned
     with pytest.raises(TroupeError, match="no deleted ad-lib"):
         radio.show.adlibs.restore(t.cue.index)
+
+
+def test_voice_preview_is_heard_over_the_show_without_a_cue(radio: Harness) -> None:
+    from engine.core.types import Voice
+    from engine.show_adlibs import PREVIEW_ROLE
+
+    _mute_all_but(radio, "NOBODY")  # the script is silent: only the preview can sound
+    radio.play(0.5)
+    voiced = []
+    radio.show.adlibs.preview(Voice(voice_id="en-us+f3"), "This is how I sound.", voiced.append)
+    radio.settle()
+    assert voiced and voiced[0].state.value == "ready" and voiced[0].audio.size
+    radio.show.adlibs.splice(PREVIEW_ROLE, voiced[0].audio, -1)
+    heard = radio.play(3.0)
+    assert np.abs(heard).max() > 0.01
+    np.testing.assert_allclose(heard[:, 0], heard[:, 1], atol=1e-6)  # centred
+    assert not radio.show.adlibs.tracks  # no cue item
