@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 from app.axes import clock_text
 from app.banner import Banner
 from app.bridge import EngineBridge, SnapshotSource
-from app.cast_panel import CastPanel
+from app.cast_panel import CastPanel, voice_change
 from app.cue_list import CueList
 from app.editing import DeleteAdlib, EditLine, KeepAdlib, Recast, voice_fields
 from app.jobs import RenderJob
@@ -43,11 +43,12 @@ from app.recovery import RecoveryOffer
 from app.session import Session
 from app.show_clock import ShowClock
 from app.show_view import ShowView
+from app.voice_browser import VoiceBrowser
 from engine.core.errors import TroupeError
 from engine.core.process import start_resource_tracker
 from engine.core.types import Script
 from engine.render import RenderResult
-from engine.service import SCRIPT_SUFFIXES, Engine, EngineSettings, EngineSnapshot
+from engine.service import SCRIPT_SUFFIXES, Engine, EngineSettings, EngineSnapshot, VoiceInfo
 
 PROJECT_SUFFIXES = {".json", ".toml", ".troupe"}
 SCRIPT_FILTER = f"Scripts ({' '.join('*' + s for s in sorted(SCRIPT_SUFFIXES))});;All files (*)"
@@ -87,6 +88,9 @@ class MainWindow(QMainWindow):
         self.monitor = LatencyMonitor()
         self.cast = CastPanel(self._voice_ids())
         self.cast.voice_changed.connect(self._recast)
+        self.cast.browse_requested.connect(self.browse_voices)
+        self._catalog: list[VoiceInfo] | None = None
+        self.voice_browser: VoiceBrowser | None = None
         self.adlib_role = QComboBox()
         self.adlib_text = QLineEdit()
         self.adlib_text.setPlaceholderText("Ad-lib: type a line and press Enter to speak it now")
@@ -462,6 +466,39 @@ class MainWindow(QMainWindow):
             more = "…" if len(result.fell_back) > 12 else ""
             self.banner.show_message(f"render: espeak-ng stood in for cue(s) {cues}{more}: "
                                      f"{result.fell_back[0].fallback}")  # fmt: skip
+
+    # --- voices ---------------------------------------------------------------------------
+    def browse_voices(self, role: str) -> VoiceBrowser:
+        """Open the voice browser for `role`, its current voice selected."""
+        if self._catalog is None:
+            self._catalog = self.engine.voice_catalog()
+        if self.voice_browser is not None:
+            self.voice_browser.close()
+        browser = VoiceBrowser(self._catalog, self.settings, role, self._sample_line(role), self)
+        voice = self.cast.shown.get(role)
+        if voice is not None:
+            browser.select(
+                voice.voice_id if voice.backend == "espeak" else f"{voice.backend}:{voice.voice_id}"
+            )
+        browser.cast_chosen.connect(lambda r, v: self._recast(r, voice_change(v)))
+        browser.preview_asked.connect(self.preview_voice)
+        browser.show()
+        self.voice_browser = browser
+        return browser
+
+    def _sample_line(self, role: str) -> str:
+        """The role's next line (else its first), for a preview in context."""
+        lines = [c for c in self.cue_model.cues if c.role == role and c.kind == "line"]
+        coming = [c for c in lines if c.state not in ("played", "playing")]
+        return (coming or lines)[0].text if lines else "This is how I sound."
+
+    def preview_voice(self, voice_id: str, text: str) -> None:
+        try:
+            future = self.engine.preview(voice_id, text)
+        except TroupeError as exc:
+            self.banner.show_message(str(exc))
+            return
+        self.pending.watch(future, f"previewing {voice_id}", self.banner.show_message)
 
     # --- engine lists -------------------------------------------------------------------
     def _voice_ids(self) -> list[str]:

@@ -68,6 +68,7 @@ __all__ = [
     "EngineSnapshot",
     "Figures",
     "Level",
+    "VoiceInfo",
     "wait",
 ]
 
