@@ -30,7 +30,7 @@ class CueList(QTableView):
         self.groups = SceneGroups(self.model_)
         self.setModel(self.groups)
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.ContiguousSelection)
         self.setEditTriggers(QAbstractItemView.EditTrigger.DoubleClicked)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)  # State stays in view
         self.setWordWrap(False)
@@ -67,6 +67,11 @@ class CueList(QTableView):
 
     def selected(self) -> CueView | None:
         return self.cue_at(self.currentIndex().row())
+
+    def selected_cues(self) -> list[int]:
+        """The cue indices of the selected rows (headings left out), in order."""
+        rows = sorted({i.row() for i in self.selectionModel().selectedRows()})
+        return [c.index for c in (self.cue_at(r) for r in rows) if c is not None]
 
     def select_cue(self, cue_index: int) -> None:
         src = self.model_.row_of(cue_index)

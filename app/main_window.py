@@ -40,6 +40,7 @@ from app.menus import build_menus
 from app.monitor import LatencyMonitor
 from app.pending import Pending
 from app.recovery import RecoveryOffer
+from app.render_dialog import RenderDialog
 from app.session import Session
 from app.show_clock import ShowClock
 from app.show_view import ShowView
@@ -434,17 +435,21 @@ class MainWindow(QMainWindow):
             self.undo.push(DeleteAdlib(self.engine, index))
 
     # --- export -------------------------------------------------------------------------
-    def render_dialog(self, stems: bool = False) -> None:
-        """Render the show to a file; with `stems`, one FLAC per role in a folder beside it."""
-        kinds = "Audio (*.wav *.flac *.mp3 *.opus *.m4b *.m4a)"
-        path, _ = QFileDialog.getSaveFileName(self, "Render show", "show.wav", kinds)
-        if path:
-            out = Path(path)
-            self.start_render(out, out.with_name(out.stem + "_stems") if stems else None)
+    def render_dialog(self, stems: bool = False) -> RenderJob | None:
+        """Ask what to render (format, stems, range, where) and render it in the background."""
+        snap = self.bridge.last
+        title, path, scenes = (snap.title, snap.path, snap.scenes) if snap else ("", "", ())
+        dialog = RenderDialog(title, path, scenes, self.cue_model.cues, self.cues.selected_cues(), self)
+        dialog.stems.setChecked(stems)
+        if dialog.exec() != RenderDialog.DialogCode.Accepted:
+            return None
+        req = dialog.request()
+        return self.start_render(req.out, req.stems, req.cues)
 
-    def start_render(self, out: Path, stems: Path | None) -> RenderJob:
-        """Render in the background with a cancellable progress dialog."""
-        job = RenderJob(self.engine, out, stems)
+    def start_render(self, out: Path, stems: Path | None, cues: tuple[int, ...] | None = None) -> RenderJob:
+        """Render in the background with a cancellable progress dialog; a cancel says which
+        partial files it removed (or that none were left)."""
+        job = RenderJob(self.engine, out, stems, cues)
         dialog = QProgressDialog("Rendering…", "Cancel", 0, 1000, self)
         dialog.setWindowModality(Qt.WindowModality.WindowModal)
         dialog.setMinimumDuration(300)

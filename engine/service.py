@@ -11,7 +11,7 @@ import contextlib
 import logging
 import queue
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
@@ -35,6 +35,7 @@ from engine.core.clock import Clock, monotonic
 from engine.core.errors import EngineBusy, SynthesisError, TroupeError
 from engine.core.process import steady_heap
 from engine.core.types import Script, Voice
+from engine.export import available_formats
 from engine.metrics import AnomalyDetector, Rolling
 from engine.mixer import Pacing
 from engine.mixer.envelope import BUCKETS_PER_S, EnvelopeCache
@@ -69,6 +70,7 @@ __all__ = [
     "Figures",
     "Level",
     "VoiceInfo",
+    "available_formats",
     "wait",
 ]
 
@@ -587,11 +589,18 @@ class Engine:
         return self.submit(swap)
 
     def render(self, out: str | Path, stems: str | Path | None = None, progress: Progress | None = None,
-               cancel: threading.Event | None = None) -> RenderResult:  # fmt: skip
-        """Offline render of the current show (on the caller's thread, own synthesizer)."""
+               cancel: threading.Event | None = None,
+               cues: Collection[int] | None = None) -> RenderResult:  # fmt: skip
+        """Offline render of the current show (on the caller's thread, own synthesizer);
+        `cues` limits it to those cues (a scene, a selection), laid out from time 0."""
         script, cast, edits = self.call(lambda: (self.script, Cast(dict(self.cast.voices)), dict(self.edits)))
         if script is None:
             raise TroupeError("nothing to render: no script is loaded")
+        if cues is not None:
+            chosen = tuple(c for c in script.cues if c.index in cues)
+            if not chosen:
+                raise TroupeError("nothing to render: the range holds no line of the script")
+            script = replace(script, cues=chosen)
         neural = {n: b.synth for n, b in self.scheduler.backends.items() if n != "espeak"}  # thread-safe
         synth = Router({"espeak": EspeakSynthesizer(), **neural})
         return render_script(script, cast, out, synth, stems, self.settings.pacing, edits, progress, cancel)
