@@ -18,7 +18,7 @@ from engine.mixer.envelope import EnvelopeCache
 from engine.mixer.meters import WINDOW_FRAMES, Level, Meters, role_signals
 from engine.scheduler import Scheduler
 from engine.show import Show
-from engine.show_tracks import CueTrack
+from engine.show_tracks import HEARD, CueTrack
 
 HISTORY_COLUMNS = 600
 """Priority heatmap width: 30 s at one column per 50 ms scheduler tick."""
@@ -100,7 +100,7 @@ class EngineSnapshot:
     """Each role's queued synthesis time (s), the same shape."""
     figures: Figures = field(default_factory=Figures)
     latency_points: tuple[tuple[float, float, bool], ...] = ()
-    """(show time s, latency ms, missed) of recent lines, for the rolling plot."""
+    """(show time s, latency ms, missed) of recent lines heard, for the rolling plot."""
     envelopes: dict[int, NDArray[np.float32]] = field(default_factory=dict)
     """Cue index -> its take's waveform envelope (peak per 50 ms, 0..1), once voiced; the
     same dict object from snapshot to snapshot while no take changed."""
@@ -164,7 +164,8 @@ def build_snapshot(engine: SnapshotSource, version: int) -> EngineSnapshot:
         deadline_misses=show.stats.late, fallbacks=sum(t.fallback for t in show.tracks),
         anomalies=len(engine.anomalies.flagged),
     )  # fmt: skip
-    points = tuple((t.start_s, t.late_ms, t.late_ms > 0) for t in show.tracks if t.start_s is not None)
+    heard = (t for t in show.tracks if t.start_s is not None and t.state in HEARD)  # not lines still to come
+    points = tuple((t.start_s, t.late_ms, t.late_ms > 0) for t in heard if t.start_s is not None)
     return EngineSnapshot(
         version=version, title=engine.script.title, path=engine.script.path,
         playing=engine.ring.playing and engine.output_open, output_open=engine.output_open,

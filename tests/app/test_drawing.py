@@ -53,6 +53,9 @@ def test_timeline_and_heatmap_follow_the_snapshots(qtbot, engine, make_window, f
     assert "#ef4444" in w.monitor.values["underruns"].styleSheet()  # underruns are an alarm
     xruns = w.monitor.values["xruns"]  # the device's own underflows: an alarm too
     assert xruns.text() == "3" and "#ef4444" in xruns.styleSheet()
+    y0, y1 = w.monitor.late.getViewBox().viewRange()[1]
+    assert y0 <= 0.0 and 50.0 <= y1 < 60.0  # ms from 0, never a +-0.4 ms scale of noise
+    assert w.monitor.late.getAxis("left").labelText == "start late (ms)"
     brushes = w.monitor.late_points.data["brush"]
     assert brushes[1].color().name() == "#ef4444" and brushes[0].color().name() != "#ef4444"
 
