@@ -4,17 +4,12 @@ cast panel, ad-lib box, transport and export. It reaches the engine only through
 
 from __future__ import annotations
 
-import argparse
-import signal
-import sys
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QTimer
+from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QUndoStack
 from PySide6.QtWidgets import (
-    QApplication,
     QComboBox,
     QDockWidget,
     QFileDialog,
@@ -22,8 +17,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QMainWindow,
-    QMessageBox,
-    QProgressDialog,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -32,28 +25,25 @@ from PySide6.QtWidgets import (
 from app.axes import clock_text
 from app.banner import Banner
 from app.bridge import EngineBridge, SnapshotSource
-from app.cast_panel import CastPanel, voice_change
+from app.cast_panel import CastPanel
 from app.cue_list import CueList
 from app.editing import DeleteAdlib, EditLine, KeepAdlib, Recast, voice_fields
+from app.flows import PROJECT_FILTER, RenderFlow, SaveFlow, VoiceFlow
 from app.jobs import RenderJob
 from app.menus import build_menus
 from app.monitor import LatencyMonitor
 from app.pending import Pending
 from app.recovery import RecoveryOffer
-from app.render_dialog import RenderDialog
 from app.session import Session
 from app.show_clock import ShowClock
 from app.show_view import ShowView
 from app.voice_browser import VoiceBrowser
 from engine.core.errors import TroupeError
-from engine.core.process import start_resource_tracker
 from engine.core.types import Script
-from engine.render import RenderResult
-from engine.service import SCRIPT_SUFFIXES, Engine, EngineSettings, EngineSnapshot, VoiceInfo
+from engine.service import SCRIPT_SUFFIXES, Engine, EngineSnapshot
 
 PROJECT_SUFFIXES = {".json", ".toml", ".troupe"}
 SCRIPT_FILTER = f"Scripts ({' '.join('*' + s for s in sorted(SCRIPT_SUFFIXES))});;All files (*)"
-PROJECT_FILTER = "Troupe projects (*.json *.toml *.troupe);;All files (*)"
 DEMO = Path(__file__).resolve().parent.parent / "assets" / "demo" / "the_last_broadcast.fountain"
 
 
@@ -90,8 +80,9 @@ class MainWindow(QMainWindow):
         self.cast = CastPanel(self._voice_ids())
         self.cast.voice_changed.connect(self._recast)
         self.cast.browse_requested.connect(self.browse_voices)
-        self._catalog: list[VoiceInfo] | None = None
-        self.voice_browser: VoiceBrowser | None = None
+        self.render_flow = RenderFlow(self)
+        self.saving = SaveFlow(self)
+        self.voice_flow = VoiceFlow(self)
         self.adlib_role = QComboBox()
         self.adlib_text = QLineEdit()
         self.adlib_text.setPlaceholderText("Ad-lib: type a line and press Enter to speak it now")
@@ -245,55 +236,14 @@ class MainWindow(QMainWindow):
     def save_project(self, then: Callable[[], None] | None = None) -> bool:
         """Save to the project's file (asking where if it has none); False if the director
         cancelled. `then` runs once the save succeeded."""
-        path = self.engine.project_path  # NB: one reference read
-        if path is None:
-            return self.save_project_as(then)
-        self._save(path, then)
-        return True
+        return self.saving.save(then)
 
     def save_project_as(self, then: Callable[[], None] | None = None) -> bool:
-        path, _ = QFileDialog.getSaveFileName(self, "Save project", "show.troupe.json", PROJECT_FILTER)
-        if path:
-            self._save(Path(path), then)
-        return bool(path)
-
-    def _save(self, path: Path, then: Callable[[], None] | None = None) -> None:
-        mark = self.undo.index()
-
-        def saved(_: object) -> None:
-            if self.undo.index() == mark:
-                self.undo.setClean()
-            self.statusBar().showMessage(f"saved {path}", 5000)
-            if then is not None:
-                then()
-
-        self.pending.watch(self.engine.begin_save_project(path), "saving the project",
-                           lambda msg: self.banner.show_message(f"could not save: {msg}"), saved)  # fmt: skip
+        return self.saving.save_as(then)
 
     def confirm_unsaved(self, retry: Callable[[], object]) -> bool:
-        """True to go on now. With unsaved edits, ask: Save (then `retry` once saved),
-        Discard (go on), or Cancel (stay)."""
-        if self.undo.isClean() or self._saving_then:
-            return True
-        buttons = QMessageBox.StandardButton
-        answer = QMessageBox.question(
-            self, "Unsaved changes",
-            f"The show has unsaved changes ({self.undo.undoText() or 'edits'}…). Save them first?",
-            buttons.Save | buttons.Discard | buttons.Cancel, buttons.Save,
-        )  # fmt: skip
-        if answer == buttons.Discard:
-            return True
-        if answer == buttons.Save:
-
-            def after() -> None:
-                self._saving_then = True
-                try:
-                    retry()
-                finally:
-                    self._saving_then = False
-
-            self.save_project(after)
-        return False
+        """True to go on now; with unsaved edits the director chooses (see `SaveFlow`)."""
+        return self.saving.confirm(retry)
 
     def _recover(self, path: Path) -> None:
         """Open a recovery file; Save then goes to the crashed session's own project file
@@ -434,76 +384,17 @@ class MainWindow(QMainWindow):
         if index is not None:
             self.undo.push(DeleteAdlib(self.engine, index))
 
-    # --- export -------------------------------------------------------------------------
+    # --- export and voices (flows of their own) -------------------------------------------
     def render_dialog(self, stems: bool = False) -> RenderJob | None:
         """Ask what to render (format, stems, range, where) and render it in the background."""
-        snap = self.bridge.last
-        title, path, scenes = (snap.title, snap.path, snap.scenes) if snap else ("", "", ())
-        dialog = RenderDialog(title, path, scenes, self.cue_model.cues, self.cues.selected_cues(), self)
-        dialog.stems.setChecked(stems)
-        if dialog.exec() != RenderDialog.DialogCode.Accepted:
-            return None
-        req = dialog.request()
-        return self.start_render(req.out, req.stems, req.cues)
+        return self.render_flow.ask(stems)
 
     def start_render(self, out: Path, stems: Path | None, cues: tuple[int, ...] | None = None) -> RenderJob:
-        """Render in the background with a cancellable progress dialog; a cancel says which
-        partial files it removed (or that none were left)."""
-        job = RenderJob(self.engine, out, stems, cues)
-        dialog = QProgressDialog("Rendering…", "Cancel", 0, 1000, self)
-        dialog.setWindowModality(Qt.WindowModality.WindowModal)
-        dialog.setMinimumDuration(300)
-        dialog.canceled.connect(job.cancel)
-        job.progressed.connect(lambda f, msg: (dialog.setValue(round(f * 1000)), dialog.setLabelText(msg)))
-        job.succeeded.connect(self._render_done)
-        job.failed.connect(self.banner.show_message)
-        job.finished.connect(dialog.close)
-        job.finished.connect(job.deleteLater)
-        self._job = job
-        job.start()
-        return job
+        return self.render_flow.start(out, stems, cues)
 
-    def _render_done(self, result: RenderResult) -> None:
-        self.statusBar().showMessage(f"rendered {result.path} ({result.duration_s:.1f} s, "
-                                     f"{len(result.failed)} failed lines)", 10000)  # fmt: skip
-        if result.fell_back:  # the director should know which lines are not in their cast voice
-            cues = ", ".join(str(ln.cue_index + 1) for ln in result.fell_back[:12])
-            more = "…" if len(result.fell_back) > 12 else ""
-            self.banner.show_message(f"render: espeak-ng stood in for cue(s) {cues}{more}: "
-                                     f"{result.fell_back[0].fallback}")  # fmt: skip
-
-    # --- voices ---------------------------------------------------------------------------
     def browse_voices(self, role: str) -> VoiceBrowser:
         """Open the voice browser for `role`, its current voice selected."""
-        if self._catalog is None:
-            self._catalog = self.engine.voice_catalog()
-        if self.voice_browser is not None:
-            self.voice_browser.close()
-        browser = VoiceBrowser(self._catalog, self.settings, role, self._sample_line(role), self)
-        voice = self.cast.shown.get(role)
-        if voice is not None:
-            browser.select(
-                voice.voice_id if voice.backend == "espeak" else f"{voice.backend}:{voice.voice_id}"
-            )
-        browser.cast_chosen.connect(lambda r, v: self._recast(r, voice_change(v)))
-        browser.preview_asked.connect(self.preview_voice)
-        browser.show()
-        self.voice_browser = browser
-        return browser
-
-    def _sample_line(self, role: str) -> str:
-        """The role's next line (else its first), for a preview in context."""
-        lines = [c for c in self.cue_model.cues if c.role == role and c.kind == "line"]
-        coming = [c for c in lines if c.state not in ("played", "playing")]
-        return (coming or lines)[0].text if lines else "This is how I sound."
-
-    def preview_voice(self, voice_id: str, text: str) -> None:
-        try:
-            future = self.engine.preview(voice_id, text)
-        except TroupeError as exc:
-            self.banner.show_message(str(exc))
-            return
-        self.pending.watch(future, f"previewing {voice_id}", self.banner.show_message)
+        return self.voice_flow.browse(role)
 
     # --- engine lists -------------------------------------------------------------------
     def _voice_ids(self) -> list[str]:
@@ -535,58 +426,3 @@ class MainWindow(QMainWindow):
         self.cues.save_state(self.settings)
         self.session.close(self)
         super().closeEvent(event)
-
-
-def run_gui(args: argparse.Namespace) -> int:
-    """`python main.py`: the window with a script (default: the demo) loaded."""
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    app.setApplicationName("Troupe")
-    app.setOrganizationName("Troupe")
-    start_resource_tracker()  # before the engine's children: see `_quit_on_signals`
-    settings = EngineSettings(
-        processes=getattr(args, "processes", 1) or 1,
-        audio_process=not getattr(args, "in_process_audio", False),
-    )
-    if getattr(args, "device", None) is not None:
-        settings = replace(settings, output=replace(settings.output, device=args.device))
-    engine = Engine(settings)
-    window = MainWindow(engine)
-    window.open_script(getattr(args, "gui_script", None) or DEMO)
-    window.show()
-    _quit_on_signals(app)
-    code = _smoke(app, window) if getattr(args, "smoke", False) else app.exec()
-    window.ask_on_close = False  # a signal ended the loop: the window asked already if it could
-    window.close()
-    engine.close()
-    return code
-
-
-def _quit_on_signals(app: QApplication) -> None:
-    """Ctrl+C, SIGTERM and SIGHUP close the window as its close button does (the engine
-    and its child processes close with it). Qt's loop runs no Python, so a timer lets
-    Python's signal handlers run."""
-
-    def quit_(_signum: int, _frame: object) -> None:
-        app.quit()
-
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, quit_)
-    timer = QTimer(app)
-    timer.timeout.connect(lambda: None)
-    timer.start(200)
-
-
-def _smoke(app: QApplication, window: MainWindow) -> int:
-    """Self-test: play 2 s to the output device, then report whether audio flowed."""
-    if not window.ensure_output():
-        print("troupe --smoke: could not open the audio output", file=sys.stderr)
-        return 1
-    window.play()
-    QTimer.singleShot(2000, app.quit)
-    app.exec()
-    snap = window.engine.snapshot()
-    callbacks = window.engine.ring.callbacks  # the smoke test reads the ring header itself
-    f = snap.figures
-    print(f"smoke: {snap.title!r}, {len(snap.cues)} cues, playhead {snap.playhead_s:.2f} s, "
-          f"{callbacks} callbacks, {f.underruns} underruns, {f.xruns} xruns")  # fmt: skip
-    return 0 if callbacks > 0 and snap.playhead_s > 0 else 1
