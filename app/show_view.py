@@ -110,11 +110,24 @@ class ShowView(QWidget):
         self.shown_roles = shown
         self.timeline.set_cues(snap.cues, shown, silent_roles(snap.voices), snap.envelopes)
         self.timeline.set_playhead(snap.playhead_s, snap.playing)
+        if self.follow.isChecked() and snap.playing:
+            self._follow_row(snap, shown)
         urgency, work = snap.priorities, snap.queued_work
         if len(keep) != urgency.shape[0]:
             urgency = urgency[keep]
             work = work[keep] if work.shape[0] == snap.priorities.shape[0] else work
         self.heatmap.set_priorities(np.ascontiguousarray(urgency), shown, work)
+
+    def _follow_row(self, snap: EngineSnapshot, shown: tuple[str, ...]) -> None:
+        """Scroll the rows so the role being heard is in view (the time axis follows in
+        `TimelineWidget.set_playhead`)."""
+        playing = next((c for c in snap.cues if c.state == "playing" and c.role in shown), None)
+        if playing is None:
+            return
+        row = shown.index(playing.role)
+        top, count = self.timeline.view.visible_rows()
+        if not top - 0.01 <= row <= top + count - 1 + 0.01:
+            self.timeline.view.show_rows(row - count / 2 + 0.5, count)
 
     def _follow_toggled(self, on: bool) -> None:
         self.timeline.follow = on

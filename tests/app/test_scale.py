@@ -95,12 +95,15 @@ def test_role_filter_keeps_matching_rows_in_both_views(qtbot, engine, make_windo
 
 def test_follow_mode_keeps_the_playhead_in_view(qtbot, engine, make_window, fake_source) -> None:
     w = _window(make_window, engine, fake_source, qtbot)
-    playhead = 500 * big_show.LINE_S + 1.0  # cue 500 is playing
+    playhead = 503 * big_show.LINE_S + 1.0  # cue 503 is playing, its role on row 21 (out of view)
     fake_source.current = big_show.snapshot(2, playhead)
     w.bridge.poll()
     (x0, x1), _ = w.timeline.view.viewRange()
     assert x0 <= playhead <= x1
-    assert 500 in w.cues.visible_cue_rows()
+    assert 503 in w.cues.visible_cue_rows()
+    top, count = w.timeline.view.visible_rows()
+    row = w.timeline.roles.index(big_show.role_names()[(503 * 7) % big_show.N_ROLES])
+    assert row >= 16 and top <= row <= top + count - 1  # the role being heard is scrolled into view
     w.show_view.follow.setChecked(False)  # off: neither moves
     before = w.cues.visible_cue_rows()
     fake_source.current = big_show.snapshot(3, 100 * big_show.LINE_S + 1.0)
