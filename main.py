@@ -267,7 +267,7 @@ def cmd_devices(_args: argparse.Namespace) -> int:
 
 def cmd_gui(args: argparse.Namespace) -> int:
     try:
-        from app.main_window import run_gui
+        from app.launch import run_gui
     except ImportError as exc:
         print(f"troupe: the director window is not available ({exc}); "
               "try 'python main.py render' or 'python main.py play'", file=sys.stderr)  # fmt: skip

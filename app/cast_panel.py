@@ -10,18 +10,23 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
+    QHBoxLayout,
     QHeaderView,
+    QLabel,
     QSlider,
     QSpinBox,
     QTableWidget,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
+from app.meters import LevelBar
 from engine.core.limits import limit
 from engine.core.types import Voice
+from engine.service import Level
 
-COLUMNS = ("Role", "Voice", "Rate", "Pitch", "Gain dB", "Pan", "Weight", "Mute", "Solo")
+COLUMNS = ("Role", "Level", "Voice", "Rate", "Pitch", "Gain dB", "Pan", "Weight", "Mute", "Solo")
 WEIGHT_STEPS = 10
 """The weight slider moves in tenths, over the engine's whole range (`VOICE_LIMITS`)."""
 
@@ -30,6 +35,8 @@ class CastPanel(QWidget):
     """Emits `voice_changed(role, {field: value})` for every edit the director makes."""
 
     voice_changed = Signal(str, dict)
+    browse_requested = Signal(str)
+    """The director asked for the voice browser for a role."""
 
     def __init__(self, voice_ids: list[str] | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -41,6 +48,8 @@ class CastPanel(QWidget):
         self.roles: tuple[str, ...] = ()
         self.shown: dict[str, Voice] = {}
         self.editors: dict[str, dict[str, QWidget]] = {}
+        self.meters: dict[str, LevelBar] = {}
+        self.weight_labels: dict[str, QLabel] = {}
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.table)
@@ -51,12 +60,23 @@ class CastPanel(QWidget):
             self.roles = roles
             self.table.setRowCount(len(roles))
             self.editors = {role: self._row(k, role) for k, role in enumerate(roles)}
+            self.meters = {}
+            for k, role in enumerate(roles):
+                self.meters[role] = LevelBar()
+                self.table.setCellWidget(k, 1, self.meters[role])
             self.shown = {}
         for role in roles:
             v = voices.get(role)
             if v is not None and self.shown.get(role) != v:
                 self._show(role, v)
                 self.shown[role] = v
+
+    def set_levels(self, levels: dict[str, Level]) -> None:
+        """Show each role's meter reading."""
+        for role, level in levels.items():
+            bar = self.meters.get(role)
+            if bar is not None:
+                bar.set_level(level)
 
     def _row(self, k: int, role: str) -> dict[str, QWidget]:
         from PySide6.QtWidgets import QTableWidgetItem
@@ -80,6 +100,10 @@ class CastPanel(QWidget):
         lo, hi = limit("weight")
         weight.setRange(round(lo * WEIGHT_STEPS), round(hi * WEIGHT_STEPS))
         weight.setMinimumWidth(90)
+        value = QLabel()
+        value.setMinimumWidth(34)
+        self.weight_labels[role] = value
+        weight.valueChanged.connect(lambda v, label=value: label.setText(f"{v / WEIGHT_STEPS:.1f}"))
         weight.valueChanged.connect(lambda v, r=role: self._emit(r, weight=v / WEIGHT_STEPS))
         mute, solo = QCheckBox(), QCheckBox()
         mute.toggled.connect(lambda on, r=role: self._emit(r, mute=on))
@@ -87,9 +111,19 @@ class CastPanel(QWidget):
         editors: dict[str, QWidget] = {"voice_id": voice, "rate_wpm": rate, "pitch": pitch,
                                        "gain_db": gain, "pan": pan, "weight": weight,
                                        "mute": mute, "solo": solo}  # fmt: skip
-        for col, w in enumerate(editors.values(), start=1):
+        cells = dict(editors)
+        cells["voice_id"] = _pair(voice, self._browse_button(role))
+        cells["weight"] = _pair(weight, value)
+        for col, w in enumerate(cells.values(), start=2):
             self.table.setCellWidget(k, col, w)
         return editors
+
+    def _browse_button(self, role: str) -> QToolButton:
+        browse = QToolButton()
+        browse.setText("…")
+        browse.setToolTip(f"Browse voices for {role} (by language and gender, with preview)")
+        browse.clicked.connect(lambda _=False, r=role: self.browse_requested.emit(r))
+        return browse
 
     def _show(self, role: str, v: Voice) -> None:
         ed = self.editors[role]
@@ -98,10 +132,11 @@ class CastPanel(QWidget):
         try:
             combo = ed["voice_id"]
             assert isinstance(combo, QComboBox)
-            combo.setCurrentText(v.voice_id if v.backend == "espeak" else f"{v.backend}:{v.voice_id}")
+            combo.setCurrentText(voice_text(v))
             for name in ("rate_wpm", "pitch", "gain_db", "pan"):
                 ed[name].setValue(getattr(v, name))  # type: ignore[attr-defined]
             ed["weight"].setValue(round(v.weight * WEIGHT_STEPS))  # type: ignore[attr-defined]
+            self.weight_labels[role].setText(f"{v.weight:.1f}")
             ed["mute"].setChecked(v.mute)  # type: ignore[attr-defined]
             ed["solo"].setChecked(v.solo)  # type: ignore[attr-defined]
         finally:
@@ -115,6 +150,21 @@ class CastPanel(QWidget):
     def editor(self, role: str, name: str) -> QWidget:
         """The widget that edits `name` for `role` (for tests and keyboard focus)."""
         return self.editors[role][name]
+
+
+def _pair(main: QWidget, side: QWidget) -> QWidget:
+    box = QWidget()
+    row = QHBoxLayout(box)
+    row.setContentsMargins(0, 0, 0, 0)
+    row.setSpacing(2)
+    row.addWidget(main, 1)
+    row.addWidget(side)
+    return box
+
+
+def voice_text(v: Voice) -> str:
+    """A voice as the director names it: an espeak-ng id, or `backend:voice`."""
+    return v.voice_id if v.backend == "espeak" else f"{v.backend}:{v.voice_id}"
 
 
 def voice_change(text: str) -> dict[str, str]:

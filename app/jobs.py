@@ -18,9 +18,11 @@ class RenderJob(QThread):
     succeeded = Signal(object)
     failed = Signal(str)
 
-    def __init__(self, engine: Engine, out: Path, stems: Path | None) -> None:
+    def __init__(
+        self, engine: Engine, out: Path, stems: Path | None, cues: tuple[int, ...] | None = None
+    ) -> None:
         super().__init__()
-        self.engine, self.out, self.stems = engine, out, stems
+        self.engine, self.out, self.stems, self.cues = engine, out, stems, cues
         self.cancel_event = threading.Event()
 
     def cancel(self) -> None:
@@ -29,7 +31,11 @@ class RenderJob(QThread):
     def run(self) -> None:
         try:
             result = self.engine.render(
-                self.out, self.stems, lambda f, msg: self.progressed.emit(f, msg), self.cancel_event
+                self.out,
+                self.stems,
+                lambda f, msg: self.progressed.emit(f, msg),
+                self.cancel_event,
+                self.cues,
             )
         except TroupeError as exc:
             self.failed.emit(str(exc))

@@ -4,54 +4,46 @@ cast panel, ad-lib box, transport and export. It reaches the engine only through
 
 from __future__ import annotations
 
-import argparse
-import signal
-import sys
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QTimer
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QUndoStack
 from PySide6.QtWidgets import (
-    QAbstractItemView,
-    QApplication,
     QComboBox,
     QDockWidget,
     QFileDialog,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QMainWindow,
-    QProgressDialog,
     QSplitter,
-    QTableView,
-    QToolBar,
     QVBoxLayout,
     QWidget,
 )
 
+from app.axes import clock_text
 from app.banner import Banner
 from app.bridge import EngineBridge, SnapshotSource
 from app.cast_panel import CastPanel
-from app.cue_model import CueTableModel
-from app.heatmap import HeatmapWidget
+from app.cue_list import CueList
+from app.editing import DeleteAdlib, EditLine, KeepAdlib, Recast, voice_fields
+from app.flows import PROJECT_FILTER, RenderFlow, SaveFlow, VoiceFlow
 from app.jobs import RenderJob
+from app.menus import build_menus
 from app.monitor import LatencyMonitor
 from app.pending import Pending
 from app.recovery import RecoveryOffer
 from app.session import Session
-from app.timeline import TimelineWidget
+from app.show_clock import ShowClock
+from app.show_view import ShowView
+from app.voice_browser import VoiceBrowser
 from engine.core.errors import TroupeError
-from engine.core.process import start_resource_tracker
 from engine.core.types import Script
-from engine.render import RenderResult
-from engine.service import SCRIPT_SUFFIXES, Engine, EngineSettings, EngineSnapshot
+from engine.service import SCRIPT_SUFFIXES, Engine, EngineSnapshot
 
 PROJECT_SUFFIXES = {".json", ".toml", ".troupe"}
 SCRIPT_FILTER = f"Scripts ({' '.join('*' + s for s in sorted(SCRIPT_SUFFIXES))});;All files (*)"
-PROJECT_FILTER = "Troupe projects (*.json *.toml *.troupe);;All files (*)"
 DEMO = Path(__file__).resolve().parent.parent / "assets" / "demo" / "the_last_broadcast.fountain"
 
 
@@ -74,26 +66,23 @@ class MainWindow(QMainWindow):
         self.resize(1500, 920)
         self.banner = Banner()
         self.recovery = RecoveryOffer()
-        self.cue_model = CueTableModel(on_edit=self._edit_line)
-        self.cues = QTableView()
-        self.cues.setModel(self.cue_model)
-        self.cues.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.cues.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.cues.setEditTriggers(QAbstractItemView.EditTrigger.DoubleClicked)
-        self.cues.verticalHeader().setVisible(False)
-        header = self.cues.horizontalHeader()
-        header.setStretchLastSection(False)
-        for col, width in ((0, 44), (1, 150), (2, 100), (4, 110)):
-            header.resizeSection(col, width)
-        header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
-        self.cues.setWordWrap(False)
-        self.cues.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._selected(cur.row()))
-        self.timeline = TimelineWidget()
+        self.cues = CueList(on_edit=self._edit_line)
+        self.cue_model = self.cues.model_
+        self.cues.cue_selected.connect(self._selected)
+        self.clock = ShowClock()
+        self.clock.go_clicked.connect(self.go)
+        self.show_view = ShowView()
+        self.timeline = self.show_view.timeline
+        self.heatmap = self.show_view.heatmap
         self.timeline.cue_clicked.connect(self.select_cue)
-        self.heatmap = HeatmapWidget()
+        self.show_view.follow_changed.connect(lambda on: setattr(self.cues, "follow", on))
         self.monitor = LatencyMonitor()
         self.cast = CastPanel(self._voice_ids())
-        self.cast.voice_changed.connect(lambda role, changes: self.engine.set_voice(role, **changes))
+        self.cast.voice_changed.connect(self._recast)
+        self.cast.browse_requested.connect(self.browse_voices)
+        self.render_flow = RenderFlow(self)
+        self.saving = SaveFlow(self)
+        self.voice_flow = VoiceFlow(self)
         self.adlib_role = QComboBox()
         self.adlib_text = QLineEdit()
         self.adlib_text.setPlaceholderText("Ad-lib: type a line and press Enter to speak it now")
@@ -105,12 +94,18 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.status)
         self.pending = Pending(self.busy, self)
         self._build_layout()
-        self._build_actions()
+        self.undo = QUndoStack(self)
+        self._saving_then = False
+        self.ask_on_close = True
+        """Ask about unsaved changes on close (not once the application is quitting)."""
+        """True while an action the director confirmed runs after its save."""
+        build_menus(self)
         self.bridge = EngineBridge(source or engine, parent=self)
         self.bridge.snapshot_changed.connect(self.apply_snapshot)
         self.bridge.message_posted.connect(self.banner.show_message)
         self.bridge.start()
         self.session.restore_window(self)
+        self.cues.restore_state(self.settings)
         self.session.start(self.recovery, self._recover)
 
     # --- layout ---------------------------------------------------------------------
@@ -118,19 +113,16 @@ class MainWindow(QMainWindow):
         left = QWidget()
         lv = QVBoxLayout(left)
         lv.setContentsMargins(0, 0, 0, 0)
+        lv.addWidget(self.clock)
         lv.addWidget(self.cues, 1)
         adlib = QHBoxLayout()
         adlib.addWidget(self.adlib_role)
         adlib.addWidget(self.adlib_text, 1)
         lv.addLayout(adlib)
-        right = QSplitter(Qt.Orientation.Vertical)
-        right.addWidget(self.timeline)
-        right.addWidget(self.heatmap)
-        right.setSizes([520, 300])
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(left)
-        split.addWidget(right)
-        split.setSizes([620, 880])
+        split.addWidget(self.show_view)
+        split.setSizes([560, 940])
         central = QWidget()
         cv = QVBoxLayout(central)
         cv.setContentsMargins(4, 4, 4, 4)
@@ -138,89 +130,42 @@ class MainWindow(QMainWindow):
         cv.addWidget(self.banner)
         cv.addWidget(split, 1)
         self.setCentralWidget(central)
-        for title, widget, area in (
-            ("Latency monitor", self.monitor, Qt.DockWidgetArea.RightDockWidgetArea),
-            ("Cast", self.cast, Qt.DockWidgetArea.BottomDockWidgetArea),
-        ):
+        self.docks: list[QDockWidget] = []
+        for title, widget in (("Cast", self.cast), ("Latency monitor", self.monitor)):
             dock = QDockWidget(title, self)
             dock.setObjectName(title.replace(" ", "_"))
             dock.setWidget(widget)
-            self.addDockWidget(area, dock)
-
-    def _action(self, text: str, slot: object, shortcut: str | QKeySequence | None = None) -> QAction:
-        act = QAction(text, self)
-        if shortcut is not None:
-            act.setShortcut(QKeySequence(shortcut))
-        act.triggered.connect(slot)
-        self.addAction(act)
-        return act
-
-    def _build_actions(self) -> None:
-        a = self._action
-        file = self.menuBar().addMenu("&File")
-        file.addAction(a("&Open script…", self.open_dialog, QKeySequence.StandardKey.Open))
-        self.recent_menu = file.addMenu("Open &recent")
-        self.recent_menu.aboutToShow.connect(self._fill_recent)
-        file.addAction(a("Open &project…", self.open_project_dialog, "Ctrl+Shift+O"))
-        file.addAction(a("&Save project", self.save_project, QKeySequence.StandardKey.Save))
-        file.addAction(a("Save project &as…", self.save_project_as, "Ctrl+Shift+S"))
-        file.addAction(a("&Render to file…", self.render_dialog, "Ctrl+R"))
-        file.addAction(a("Render with s&tems…", lambda: self.render_dialog(stems=True), "Ctrl+Shift+R"))
-        file.addAction(a("&Quit", self._quit, QKeySequence.StandardKey.Quit))
-        show = self.menuBar().addMenu("&Show")
-        self.go_action = a("GO", self.go, Qt.Key.Key_Space)
-        self.play_action = a("Play", self.play, "Ctrl+P")
-        self.pause_action = a("Pause / resume", self.engine.toggle, Qt.Key.Key_P)
-        self.stop_action = a("Stop", self.engine.stop, "Ctrl+.")
-        self.panic_action = a("Panic (silence now)", self.engine.panic, Qt.Key.Key_Escape)
-        nxt = a("Next cue", lambda: self.engine.skip(1), "Ctrl+Right")
-        prev = a("Previous cue", lambda: self.engine.skip(-1), "Ctrl+Left")
-        jump = a("Jump to selected cue", self.jump_to_selected, "Ctrl+J")
-        self.loop_action = a("Loop scene of selected cue", self._loop, "Ctrl+L")
-        self.loop_action.setCheckable(True)
-        self.stack_action = a("Cue-stack mode (each cue waits for GO)", self._cue_stack, "Ctrl+G")
-        self.stack_action.setCheckable(True)
-        self.keep_action = a("Keep selected ad-lib in the show", self._keep_adlib, "Ctrl+K")
-        self.delete_action = a("Delete selected ad-lib", self._delete_adlib, "Ctrl+Delete")
-        for act in (self.go_action, self.play_action, self.pause_action, self.stop_action,
-                    self.panic_action, nxt, prev, jump, self.loop_action, self.stack_action,
-                    self.keep_action, self.delete_action):  # fmt: skip
-            show.addAction(act)
-        bar = QToolBar("Transport")
-        bar.setObjectName("transport")
-        for act in (self.play_action, self.pause_action, self.stop_action, self.go_action, self.panic_action):
-            bar.addAction(act)
-        bar.addSeparator()
-        bar.addWidget(QLabel(" Output: "))
-        self.device_box = QComboBox()
-        self.device_box.addItem("Default output", None)
-        for d in self._devices():
-            self.device_box.addItem(d, int(d.split(":", 1)[0]))
-        self.device_box.activated.connect(self._device_chosen)
-        bar.addWidget(self.device_box)
-        self.addToolBar(bar)
+            self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
+            self.docks.append(dock)
+        self.tabifyDockWidget(self.docks[0], self.docks[1])  # the show view gets the width
+        self.docks[0].raise_()
+        self.resizeDocks([self.docks[0]], [260], Qt.Orientation.Vertical)
 
     # --- snapshots --------------------------------------------------------------------
     def apply_snapshot(self, snap: EngineSnapshot) -> None:
         """Draw one engine snapshot (called by the bridge on the GUI thread)."""
         self.cue_model.update(snap.cues, snap.scenes)
-        self.timeline.set_cues(snap.cues, snap.roles)
-        self.timeline.set_playhead(snap.playhead_s, snap.playing)
-        self.heatmap.set_priorities(snap.priorities, snap.roles)
+        self.cues.follow_playhead(snap.playhead_s, snap.playing)
+        self.show_view.apply(snap)
+        self.clock.update_from(snap)
+        self.go_action.setText(self.clock.go.text())
         self.monitor.update_from(snap)
         self.cast.set_cast(snap.roles, snap.voices)
+        self.cast.set_levels(snap.levels)
         if [self.adlib_role.itemText(k) for k in range(self.adlib_role.count())] != list(snap.roles):
             self.adlib_role.clear()
             self.adlib_role.addItems(list(snap.roles))
-        state = snap.status
-        self.status.setText(f"{snap.title or 'no script'}  ·  {state}  ·  "
-                            f"{_clock(snap.playhead_s)} / {_clock(snap.end_s)}")  # fmt: skip
+        head, end = clock_text(snap.playhead_s, True), clock_text(snap.end_s, True)
+        self.status.setText(f"{snap.title or 'no script'}  ·  {snap.status}  ·  {head} / {end}")
         self.setWindowTitle(f"Troupe — {snap.title}" if snap.title else "Troupe")
 
     # --- scripts and projects -----------------------------------------------------------
     def open_script(self, path: str | Path) -> bool:
         """Import a script; on a bad file show the importer's message and keep the show.
         True when the file read cleanly (it becomes the show a moment later)."""
+        if not self.confirm_unsaved(lambda: self.open_script(path)):
+            return False
+        serial = self.banner.serial
         try:
             future = self.engine.begin_load(path)
         except TroupeError as exc:
@@ -229,13 +174,16 @@ class MainWindow(QMainWindow):
 
         def opened(script: Script) -> None:
             self.session.add_recent(Path(path))
+            self._opened(serial)
             self.statusBar().showMessage(f"opened {script.title}: {len(script.cues)} lines", 5000)
-            self.bridge.poll()
 
         self.pending.watch(future, f"opening {Path(path).name}", self.banner.show_message, opened)
         return True
 
     def open_project(self, path: str | Path) -> bool:
+        if not self.confirm_unsaved(lambda: self.open_project(path)):
+            return False
+        serial = self.banner.serial
         try:
             future = self.engine.begin_open_project(path)
         except TroupeError as exc:
@@ -244,7 +192,7 @@ class MainWindow(QMainWindow):
 
         def opened(_script: Script) -> None:
             self.session.add_recent(Path(path))
-            self.bridge.poll()
+            self._opened(serial)
 
         self.pending.watch(future, f"opening {Path(path).name}", self.banner.show_message, opened)
         return True
@@ -277,27 +225,31 @@ class MainWindow(QMainWindow):
         if not self.recent_menu.actions():
             self.recent_menu.addAction("(none)").setEnabled(False)
 
-    def save_project(self) -> None:
-        path = self.engine.project_path  # NB: one reference read
-        if path is None:
-            self.save_project_as()
-            return
-        self._save(path)
+    def _opened(self, banner_serial: int) -> None:
+        """A script or project became the show: old edits cannot be undone into it, and an
+        error shown before the command started no longer applies."""
+        self.undo.clear()
+        self.undo.setClean()
+        self.banner.clear_error(banner_serial)
+        self.bridge.poll()
 
-    def save_project_as(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Save project", "show.troupe.json", PROJECT_FILTER)
-        if path:
-            self._save(Path(path))
+    def save_project(self, then: Callable[[], None] | None = None) -> bool:
+        """Save to the project's file (asking where if it has none); False if the director
+        cancelled. `then` runs once the save succeeded."""
+        return self.saving.save(then)
 
-    def _save(self, path: Path) -> None:
-        self.pending.watch(self.engine.begin_save_project(path), "saving the project",
-                           lambda msg: self.banner.show_message(f"could not save: {msg}"),
-                           lambda _: self.statusBar().showMessage(f"saved {path}", 5000))  # fmt: skip
+    def save_project_as(self, then: Callable[[], None] | None = None) -> bool:
+        return self.saving.save_as(then)
+
+    def confirm_unsaved(self, retry: Callable[[], object]) -> bool:
+        """True to go on now; with unsaved edits the director chooses (see `SaveFlow`)."""
+        return self.saving.confirm(retry)
 
     def _recover(self, path: Path) -> None:
         """Open a recovery file; Save then goes to the crashed session's own project file
         (or asks where, if it had none), never into the recovery file."""
         origin = self.session.origin(path)
+        serial = self.banner.serial
         try:
             future = self.engine.begin_open_project(path)
         except TroupeError as exc:
@@ -307,10 +259,10 @@ class MainWindow(QMainWindow):
         def opened(_script: Script) -> None:
             self.engine.submit(lambda: setattr(self.engine, "project_path", origin))
             self.session.discard(path)
-            self.bridge.poll()
+            self._opened(serial)
             where = f"Save goes to {origin}" if origin else "Save asks where to save it"
             self.banner.show_message(
-                f"recovered the cast and edits of the session that did not close; {where}"
+                f"recovered the cast and edits of the session that did not close; {where}", kind="success"
             )
 
         self.pending.watch(future, "recovering", self.banner.show_message, opened)
@@ -371,24 +323,31 @@ class MainWindow(QMainWindow):
         self.adlib_text.clear()
 
     def _edit_line(self, index: int, text: str) -> None:
+        row = self.cue_model.row_of(index)
+        old = self.cue_model.cues[row].text if row >= 0 else ""
         try:
             self.engine.edit_line(index, text)
         except TroupeError as exc:
             self.banner.show_message(str(exc))
+            return
+        self.undo.push(EditLine(self.engine, index, old, text))
+
+    def _recast(self, role: str, changes: dict[str, object]) -> None:
+        voice = self.cast.shown.get(role)
+        if voice is None:
+            self.engine.set_voice(role, **changes)
+            return
+        self.undo.push(Recast(self.engine, role, voice_fields(voice, changes), dict(changes)))
 
     def selected_cue(self) -> int | None:
-        row = self.cues.currentIndex().row()
-        return self.cue_model.cues[row].index if 0 <= row < len(self.cue_model.cues) else None
+        cue = self.cues.selected()
+        return cue.index if cue is not None else None
 
     def select_cue(self, cue_index: int) -> None:
-        row = self.cue_model.row_of(cue_index)
-        if row >= 0:
-            self.cues.selectRow(row)
-            self.cues.scrollTo(self.cue_model.index(row, 0))
+        self.cues.select_cue(cue_index)
 
-    def _selected(self, row: int) -> None:
-        if 0 <= row < len(self.cue_model.cues):
-            self.timeline.select(self.cue_model.cues[row].index)
+    def _selected(self, cue_index: int) -> None:
+        self.timeline.select(cue_index)
 
     def jump_to_selected(self) -> None:
         cue = self.selected_cue()
@@ -401,62 +360,41 @@ class MainWindow(QMainWindow):
             self.loop_action.setChecked(False)
             self.banner.show_message("select a cue of the scene to loop")
             return
-        scene = self.cue_model.cues[self.cue_model.row_of(cue)].scene if on and cue is not None else None
+        selected = self.cues.selected()
+        scene = selected.scene if on and selected is not None else None
         self.engine.loop_scene(scene)
 
     def _cue_stack(self, on: bool) -> None:
         self.engine.set_cue_stack(on)
 
     def _selected_adlib(self) -> int | None:
-        row = self.cues.currentIndex().row()
-        if 0 <= row < len(self.cue_model.cues) and self.cue_model.cues[row].kind != "line":
-            return self.cue_model.cues[row].index
+        cue = self.cues.selected()
+        if cue is not None and cue.kind != "line":
+            return cue.index
         self.banner.show_message("select an ad-lib in the cue list first")
         return None
 
     def _keep_adlib(self) -> None:
         index = self._selected_adlib()
         if index is not None:
-            self.engine.keep_adlib(index)
+            self.undo.push(KeepAdlib(self.engine, index))
 
     def _delete_adlib(self) -> None:
         index = self._selected_adlib()
         if index is not None:
-            self.engine.delete_adlib(index)
+            self.undo.push(DeleteAdlib(self.engine, index))
 
-    # --- export -------------------------------------------------------------------------
-    def render_dialog(self, stems: bool = False) -> None:
-        """Render the show to a file; with `stems`, one FLAC per role in a folder beside it."""
-        kinds = "Audio (*.wav *.flac *.mp3 *.opus *.m4b *.m4a)"
-        path, _ = QFileDialog.getSaveFileName(self, "Render show", "show.wav", kinds)
-        if path:
-            out = Path(path)
-            self.start_render(out, out.with_name(out.stem + "_stems") if stems else None)
+    # --- export and voices (flows of their own) -------------------------------------------
+    def render_dialog(self, stems: bool = False) -> RenderJob | None:
+        """Ask what to render (format, stems, range, where) and render it in the background."""
+        return self.render_flow.ask(stems)
 
-    def start_render(self, out: Path, stems: Path | None) -> RenderJob:
-        """Render in the background with a cancellable progress dialog."""
-        job = RenderJob(self.engine, out, stems)
-        dialog = QProgressDialog("Rendering…", "Cancel", 0, 1000, self)
-        dialog.setWindowModality(Qt.WindowModality.WindowModal)
-        dialog.setMinimumDuration(300)
-        dialog.canceled.connect(job.cancel)
-        job.progressed.connect(lambda f, msg: (dialog.setValue(round(f * 1000)), dialog.setLabelText(msg)))
-        job.succeeded.connect(self._render_done)
-        job.failed.connect(self.banner.show_message)
-        job.finished.connect(dialog.close)
-        job.finished.connect(job.deleteLater)
-        self._job = job
-        job.start()
-        return job
+    def start_render(self, out: Path, stems: Path | None, cues: tuple[int, ...] | None = None) -> RenderJob:
+        return self.render_flow.start(out, stems, cues)
 
-    def _render_done(self, result: RenderResult) -> None:
-        self.statusBar().showMessage(f"rendered {result.path} ({result.duration_s:.1f} s, "
-                                     f"{len(result.failed)} failed lines)", 10000)  # fmt: skip
-        if result.fell_back:  # the director should know which lines are not in their cast voice
-            cues = ", ".join(str(ln.cue_index + 1) for ln in result.fell_back[:12])
-            more = "…" if len(result.fell_back) > 12 else ""
-            self.banner.show_message(f"render: espeak-ng stood in for cue(s) {cues}{more}: "
-                                     f"{result.fell_back[0].fallback}")  # fmt: skip
+    def browse_voices(self, role: str) -> VoiceBrowser:
+        """Open the voice browser for `role`, its current voice selected."""
+        return self.voice_flow.browse(role)
 
     # --- engine lists -------------------------------------------------------------------
     def _voice_ids(self) -> list[str]:
@@ -475,65 +413,16 @@ class MainWindow(QMainWindow):
     def _quit(self) -> None:
         self.close()  # NB: a slot that returns None; QWidget.close's bool upsets PySide6's refcounts
 
+    def default_device_label(self) -> str:
+        """What the output chooser's first entry says: the device the command line chose."""
+        device = self.engine.settings.output.device
+        return "Default output" if device is None else f"{device} (as started)"
+
     def closeEvent(self, event: QCloseEvent) -> None:
+        if self.ask_on_close and not self.confirm_unsaved(self.close):
+            event.ignore()
+            return
         self.bridge.stop()
+        self.cues.save_state(self.settings)
         self.session.close(self)
         super().closeEvent(event)
-
-
-def _clock(s: float) -> str:
-    return f"{int(s // 60)}:{s % 60:04.1f}"
-
-
-def run_gui(args: argparse.Namespace) -> int:
-    """`python main.py`: the window with a script (default: the demo) loaded."""
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    app.setApplicationName("Troupe")
-    app.setOrganizationName("Troupe")
-    start_resource_tracker()  # before the engine's children: see `_quit_on_signals`
-    settings = EngineSettings(
-        processes=getattr(args, "processes", 1) or 1,
-        audio_process=not getattr(args, "in_process_audio", False),
-    )
-    if getattr(args, "device", None) is not None:
-        settings = replace(settings, output=replace(settings.output, device=args.device))
-    engine = Engine(settings)
-    window = MainWindow(engine)
-    window.open_script(getattr(args, "gui_script", None) or DEMO)
-    window.show()
-    _quit_on_signals(app)
-    code = _smoke(app, window) if getattr(args, "smoke", False) else app.exec()
-    window.close()
-    engine.close()
-    return code
-
-
-def _quit_on_signals(app: QApplication) -> None:
-    """Ctrl+C, SIGTERM and SIGHUP close the window as its close button does (the engine
-    and its child processes close with it). Qt's loop runs no Python, so a timer lets
-    Python's signal handlers run."""
-
-    def quit_(_signum: int, _frame: object) -> None:
-        app.quit()
-
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, quit_)
-    timer = QTimer(app)
-    timer.timeout.connect(lambda: None)
-    timer.start(200)
-
-
-def _smoke(app: QApplication, window: MainWindow) -> int:
-    """Self-test: play 2 s to the output device, then report whether audio flowed."""
-    if not window.ensure_output():
-        print("troupe --smoke: could not open the audio output", file=sys.stderr)
-        return 1
-    window.play()
-    QTimer.singleShot(2000, app.quit)
-    app.exec()
-    snap = window.engine.snapshot()
-    callbacks = window.engine.ring.callbacks  # the smoke test reads the ring header itself
-    f = snap.figures
-    print(f"smoke: {snap.title!r}, {len(snap.cues)} cues, playhead {snap.playhead_s:.2f} s, "
-          f"{callbacks} callbacks, {f.underruns} underruns, {f.xruns} xruns")  # fmt: skip
-    return 0 if callbacks > 0 and snap.playhead_s > 0 else 1

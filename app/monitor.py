@@ -9,8 +9,11 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
 
+from app.axes import TimeAxis
 from engine.service import EngineSnapshot, Figures
 
+LATE_SCALE_MS = 50.0
+"""The lateness plot shows at least 0..50 ms."""
 HISTORY_POINTS = 900
 """30 s of figures at the bridge's 30 Hz."""
 
@@ -43,7 +46,7 @@ class LatencyMonitor(QWidget):
         self.values: dict[str, QLabel] = {}
         for k, (label, _, attr) in enumerate(_NUMBERS):
             name = QLabel(label)
-            name.setStyleSheet("color: #9ca3af; font-size: 10px;")
+            name.setStyleSheet("color: #4b5563; font-size: 10px;")  # readable on the light panel
             value = QLabel("–")
             value.setStyleSheet("font-size: 18px; font-weight: 600;")
             grid.addWidget(name, 2 * (k // 4), k % 4)
@@ -57,16 +60,19 @@ class LatencyMonitor(QWidget):
         self.curves = pg.PlotWidget(background="#111827")
         self.curves.addLegend(offset=(5, 5))
         self.curves.setLabel("bottom", "seconds")
+        self.curves.getAxis("bottom").enableAutoSIPrefix(False)
         self.curves.getPlotItem().hideButtons()
         self.fill_curve = self.curves.plot(pen=pg.mkPen("#38bdf8", width=2), name="ring fill (ms)")
         self.depth_curve = self.curves.plot(pen=pg.mkPen("#f59e0b", width=2), name="queue depth")
-        self.late = pg.PlotWidget(background="#111827")
-        self.late.setLabel("bottom", "show time", units="s")
-        self.late.setLabel("left", "start late", units="ms")
+        self.late = pg.PlotWidget(background="#111827", axisItems={"bottom": TimeAxis()})
+        self.late.setLabel("bottom", "show time")
+        self.late.setLabel("left", "start late (ms)")
+        self.late.getAxis("left").enableAutoSIPrefix(False)
         self.late.getPlotItem().hideButtons()
         self.late_points = pg.ScatterPlotItem(size=7)
         self.late.addItem(self.late_points)
         self._ok, self._red = pg.mkBrush("#22c55e"), pg.mkBrush("#ef4444")
+        self._late_top = 0.0
         layout = QVBoxLayout(self)
         layout.addLayout(grid)
         layout.addWidget(self.curves, 1)
@@ -80,8 +86,13 @@ class LatencyMonitor(QWidget):
             xy = np.array([(x, y) for x, y, _ in pts], float)
             brushes = [self._red if missed else self._ok for _, _, missed in pts]
             self.late_points.setData(x=xy[:, 0], y=xy[:, 1], brush=brushes)
+            top = max(LATE_SCALE_MS, float(xy[:, 1].max()) * 1.1)
         else:
             self.late_points.setData(x=[], y=[])
+            top = LATE_SCALE_MS
+        if self._late_top != top:  # on time reads as a flat line at 0, not noise on a +-0.4 ms scale
+            self._late_top = top
+            self.late.setYRange(0.0, top, padding=0.02)
 
     def _numbers(self, f: Figures) -> None:
         for _, fmt, attr in _NUMBERS:

@@ -11,7 +11,7 @@ import contextlib
 import logging
 import queue
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
@@ -26,16 +26,20 @@ from engine.audio_io.output import (
     AudioProcess,
     OutputSettings,
     list_output_devices,
+    play_once,
     raise_priority,
 )
 from engine.audio_io.ring import MixRing
-from engine.cast import Cast, save_project
+from engine.cast import Cast, save_project, validate_voice
 from engine.core.clock import Clock, monotonic
-from engine.core.errors import EngineBusy, TroupeError
+from engine.core.errors import EngineBusy, SynthesisError, TroupeError
 from engine.core.process import steady_heap
-from engine.core.types import Script
+from engine.core.types import Script, Voice
+from engine.export import available_formats
 from engine.metrics import AnomalyDetector, Rolling
 from engine.mixer import Pacing
+from engine.mixer.envelope import BUCKETS_PER_S, EnvelopeCache
+from engine.mixer.meters import Level, Meters
 from engine.project import read_project, use_voicing
 from engine.render import Progress, RenderResult, render_script
 from engine.scheduler import Request, Scheduler, SchedulerConfig, State
@@ -44,7 +48,8 @@ from engine.script import SUFFIXES, load_script
 from engine.script.common import normalise_role
 from engine.script.limits import MAX_LINE_CHARS
 from engine.show import Show
-from engine.snapshot import HISTORY_COLUMNS, CueView, EngineSnapshot, Figures, build_snapshot
+from engine.show_adlibs import PREVIEW_ROLE
+from engine.snapshot import HISTORY_COLUMNS, CueView, EngineSnapshot, Figures, build_snapshot, measure_levels
 from engine.synthesis.base import VoiceInfo
 from engine.synthesis.espeak import EspeakSynthesizer, espeak_variants, espeak_voices
 from engine.synthesis.kokoro import warm_up_in_background
@@ -55,7 +60,19 @@ SCRIPT_SUFFIXES = frozenset(SUFFIXES)
 """Every script format the importers read (what the window's Open and drop accept)."""
 
 T = TypeVar("T")
-__all__ = ["HISTORY_COLUMNS", "CueView", "Engine", "EngineSettings", "EngineSnapshot", "Figures", "wait"]
+__all__ = [
+    "BUCKETS_PER_S",
+    "HISTORY_COLUMNS",
+    "CueView",
+    "Engine",
+    "EngineSettings",
+    "EngineSnapshot",
+    "Figures",
+    "Level",
+    "VoiceInfo",
+    "available_formats",
+    "wait",
+]
 
 
 @dataclass(frozen=True)
@@ -102,12 +119,17 @@ class Engine:
         self._snapshot = EngineSnapshot(version=0)
         self._version = 0
         self.history = np.zeros((0, HISTORY_COLUMNS), np.float32)
+        """Each role's urgency per scheduler tick (the heatmap)."""
+        self.work_history = np.zeros((0, HISTORY_COLUMNS), np.float32)
+        """Each role's queued synthesis time (s) per tick."""
         """Role priorities, roles x HISTORY_COLUMNS (the heatmap), written on the engine thread."""
         self._last_history_t = 0.0
         self.adlib_ms = Rolling(120.0, clock)
         self.audible_ms = Rolling(120.0, clock)
         self.queue_wait_ms = Rolling(60.0, clock)
         self.anomalies = AnomalyDetector(clock=clock)
+        self.meters = Meters()
+        self.envelopes = EnvelopeCache()
         self._latency_points: list[tuple[float, float, bool]] = []
         self._warm_ups: dict[str, threading.Thread] = {}
         self._stop = threading.Event()
@@ -187,10 +209,14 @@ class Engine:
             return
         self._last_history_t = now
         show = self.show
+        if show is not None:
+            measure_levels(show, self.ring, self.meters, self.ring.playing and self.output_open, now)
         if show is not None and self.history.shape[0]:
-            pr = self.scheduler.role_priorities()
+            pr, work = self.scheduler.role_priorities(), self.scheduler.role_work()
             self.history = np.roll(self.history, -1, axis=1)
             self.history[:, -1] = [pr.get(r, 0.0) for r in show.script.roles]
+            self.work_history = np.roll(self.work_history, -1, axis=1)
+            self.work_history[:, -1] = [work.get(r, 0.0) for r in show.script.roles]
         self._snapshot = self._build_snapshot()
 
     def _on_request_done(self, r: Request) -> None:
@@ -215,6 +241,56 @@ class Engine:
         return neural_voice_ids(self.scheduler.backends) + sorted(
             set(ids) | {f"{e}+{k}" for e in english for k in variants}
         )
+
+    def voice_catalog(self) -> list[VoiceInfo]:
+        """Every voice a role can be cast to, with its language and gender: each backend's
+        voices, and each English espeak-ng voice with each variant (named after both).
+        `voice_id` is what a cast names (`backend:voice` beyond espeak-ng)."""
+        out: list[VoiceInfo] = []
+        for b in self.scheduler.backends.values():
+            if b.name != "espeak":
+                out += [replace(v, voice_id=f"{b.name}:{v.voice_id}") for v in b.synth.voices()]
+        langs = espeak_voices()
+        out += [replace(v, gender="") for v in langs]  # a language voice's timbre is its variant's
+        for lang in (v for v in langs if v.voice_id.startswith("en")):
+            for var in espeak_variants():
+                gender = {"f": "female", "m": "male"}.get(var.gender, "")
+                vid, name = f"{lang.voice_id}+{var.voice_id}", f"{lang.name} · {var.name}"
+                out.append(VoiceInfo("espeak", vid, name, lang.language, gender))
+        return out
+
+    def preview(self, voice_id: str, text: str) -> Future[None]:
+        """Speak `text` in a voice (`kokoro:af_heart`, or an espeak-ng id) for the director:
+        over the show when it plays, else on the output device by itself. No cue item; the
+        future resolves once it is voiced."""
+        text = text.strip() or "This is how I sound."
+        voice = validate_voice(Voice(voice_id=voice_id.strip() or "en-us"), "preview")
+        result: Future[None] = Future()
+
+        def voiced(r: Request) -> None:
+            if r.state is not State.DONE or r.audio is None or not r.audio.size:
+                why = r.error or "nothing was voiced"
+                result.set_exception(SynthesisError(f"preview of {voice_id}: {why}"))
+                return
+            show = self.show
+            try:
+                if show is not None and show.running and self.output_open:
+                    show.adlibs.splice(PREVIEW_ROLE, r.audio, -1)
+                else:
+                    play_once(r.audio, self.settings.output)
+            except Exception as exc:  # a busy or missing device: the banner says so
+                result.set_exception(TroupeError(f"preview of {voice_id}: cannot play it ({exc})"))
+                return
+            result.set_result(None)
+
+        def start() -> None:
+            try:
+                self._show().adlibs.preview(voice, text, voiced)
+            except TroupeError as exc:
+                result.set_exception(exc)
+
+        self.post(start)
+        return result
 
     def natural_voices(self) -> list[VoiceInfo]:
         """The non-espeak voices of this engine's backends (what auto-casting offers leads)."""
@@ -261,6 +337,7 @@ class Engine:
         self._warn_missing_backends(cast.voices.keys())
         self._warm_up(cast.voices.keys())
         self.history = np.zeros((len(script.roles), HISTORY_COLUMNS), np.float32)
+        self.work_history = np.zeros((len(script.roles), HISTORY_COLUMNS), np.float32)
         self._snapshot = self._build_snapshot()
 
     def _say(self, message: str) -> None:
@@ -364,17 +441,20 @@ class Engine:
         """Cue-stack mode: every cue waits for GO, the clock holding while one waits."""
         self.post(lambda: self._show().set_cue_stack(on))
 
-    def keep_adlib(self, index: int) -> None:
-        """Keep an ad-lib in the show: it becomes a cue at the time it was heard."""
+    def keep_adlib(self, index: int, keep: bool = True) -> None:
+        """Keep an ad-lib in the show: it becomes a cue at the time it was heard
+        (`keep=False` undoes that: heard once again)."""
 
-        def keep() -> None:
-            self._show().adlibs.keep(index)
+        def keep_() -> None:
+            adlibs = self._show().adlibs
+            adlibs.keep(index) if keep else adlibs.unkeep(index)
 
-        self.post(keep)
+        self.post(keep_)
 
-    def delete_adlib(self, index: int) -> None:
-        """Remove an ad-lib from the cue list, the timeline and the mix."""
-        self.post(lambda: self._show().adlibs.delete(index))
+    def delete_adlib(self, index: int, delete: bool = True) -> None:
+        """Remove an ad-lib from the cue list, the timeline and the mix (`delete=False`
+        brings a deleted one back)."""
+        self.post(lambda: self._show().adlibs.delete(index) if delete else self._show().adlibs.restore(index))
 
     def loop_scene(self, scene: int | None) -> None:
         self.post(lambda: self._show().loop_scene(scene))
@@ -509,11 +589,18 @@ class Engine:
         return self.submit(swap)
 
     def render(self, out: str | Path, stems: str | Path | None = None, progress: Progress | None = None,
-               cancel: threading.Event | None = None) -> RenderResult:  # fmt: skip
-        """Offline render of the current show (on the caller's thread, own synthesizer)."""
+               cancel: threading.Event | None = None,
+               cues: Collection[int] | None = None) -> RenderResult:  # fmt: skip
+        """Offline render of the current show (on the caller's thread, own synthesizer);
+        `cues` limits it to those cues (a scene, a selection), laid out from time 0."""
         script, cast, edits = self.call(lambda: (self.script, Cast(dict(self.cast.voices)), dict(self.edits)))
         if script is None:
             raise TroupeError("nothing to render: no script is loaded")
+        if cues is not None:
+            chosen = tuple(c for c in script.cues if c.index in cues)
+            if not chosen:
+                raise TroupeError("nothing to render: the range holds no line of the script")
+            script = replace(script, cues=chosen)
         neural = {n: b.synth for n, b in self.scheduler.backends.items() if n != "espeak"}  # thread-safe
         synth = Router({"espeak": EspeakSynthesizer(), **neural})
         return render_script(script, cast, out, synth, stems, self.settings.pacing, edits, progress, cancel)

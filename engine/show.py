@@ -121,6 +121,14 @@ class Show:
         return self._next_place >= len(self.tracks) and done and self.write_frame >= self.mixer.end_frame
 
     @property
+    def go_cue(self) -> int:
+        """The cue GO starts: the next to be placed (the first after Stop or the end), or
+        -1 when every cue is placed."""
+        if self.stopped or self.ended:
+            return 0 if self.tracks else -1
+        return self._next_place if self._next_place < len(self.tracks) else -1
+
+    @property
     def status(self) -> str:
         """'ended', 'stopped', 'waiting for GO', 'playing' or 'paused'."""
         if self.ended:

@@ -5,9 +5,11 @@ again after Stop, Play or a jump unless the director keeps one in the show, and 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import NDArray
 
 from engine.audio_io.splice import splice
 from engine.core.errors import TroupeError
@@ -23,6 +25,10 @@ if TYPE_CHECKING:
 KEEPABLE = 16
 """How many of the latest ad-libs keep their audio after they are heard, so that the
 director can still keep one in the show."""
+
+
+PREVIEW_ROLE = "(preview)"
+"""The role a voice preview is voiced and mixed as (centre, unity gain)."""
 
 
 class Adlibs:
@@ -73,25 +79,40 @@ class Adlibs:
 
     def _place(self, t: CueTrack, r: Request) -> None:
         """Splice the start into the queued audio, and give the writer the rest."""
-        show, ring = self.show, self.show.ring
         audio = t.audio[0]
         assert audio is not None
+        frame = self.splice(t.cue.role, audio, t.cue.index, r)
+        t.start_s = frame / SR
+        t.placed_chunks = 1
+        self.show._set_state(t, CueState.READY)
+
+    def preview(self, voice: Voice, text: str, on_audio: Callable[[Request], None]) -> Request:
+        """Voice `text` in `voice` at ad-lib priority for the director to hear; no cue item.
+        `on_audio(request)` runs once it is voiced (or failed)."""
+        r = Request(PREVIEW_ROLE, text, voice, self.show.clock(), RequestClass.ADLIB, -1)
+        r.on_done = on_audio
+        self.show.scheduler.submit(r, timeout_s=0.0)
+        return r
+
+    def splice(self, role: str, audio: NDArray[np.float32], cue_index: int, r: Request | None = None) -> int:
+        """Mix `audio` into what the listener hears next (the start spliced into the queued
+        audio, the rest through the mixer) at the role's gain; its show frame."""
+        show, ring = self.show, self.show.ring
         controls = show.mixer.controls
-        left, right = controls.gain(t.cue.role)
+        left, right = controls.gain(role)
         stereo = np.empty((len(audio), ring.channels), np.float32)
         stereo[:, 0] = audio * (left * controls.master_gain)
         stereo[:, 1] = audio * (right * controls.master_gain)
         done = splice(ring, stereo, self.margin_frames, soft_limit if controls.limiter else None)
         start, n = (done.start, done.n_frames) if done is not None else (ring.write_pos, 0)
-        r.t_placed = show.clock()
-        # heard once the callback reaches the splice, plus the device latency
-        r.t_played = r.t_placed + max(0, start - ring.read_pos) / SR + ring.output_latency_s()
+        if r is not None:
+            r.t_placed = show.clock()
+            # heard once the callback reaches the splice, plus the device latency
+            r.t_played = r.t_placed + max(0, start - ring.read_pos) / SR + ring.output_latency_s()
         frame = start - show.origin
         if n < len(audio):
-            show.mixer.add(Clip(frame + n, t.cue.role, audio[n:], t.cue.index))
-        t.start_s = frame / SR
-        t.placed_chunks = 1
-        show._set_state(t, CueState.READY)
+            show.mixer.add(Clip(frame + n, role, audio[n:], cue_index))
+        return frame
 
     def update_states(self, head_s: float) -> None:
         for t in self.tracks:
@@ -138,12 +159,32 @@ class Adlibs:
             self.show._replan()
         return t
 
+    def unkeep(self, cue_index: int) -> None:
+        """Undo `keep`: the ad-lib is again heard once (it is not replayed)."""
+        t = self.get(cue_index)
+        if t.kept:
+            t.kept = False
+            self.show.mixer.remove_cue(cue_index)
+            self.show._replan()
+
     def delete(self, cue_index: int) -> None:
         """Remove an ad-lib from the list, the timeline and the mix (and the queue)."""
         t = self.get(cue_index)
         t.deleted = True
         self.show.scheduler.cancel(lambda r: r.cue_index == cue_index)
         self.show.mixer.remove_cue(cue_index)
+        self.show._replan()
+
+    def restore(self, cue_index: int) -> None:
+        """Undo `delete`: the ad-lib is listed again; a kept one is back in the mix."""
+        k = cue_index - len(self.show.tracks)
+        if not 0 <= k < len(self.tracks) or not self.tracks[k].deleted:
+            raise TroupeError(f"cue {cue_index + 1}: no deleted ad-lib there")
+        t = self.tracks[k]
+        t.deleted = False
+        audio = t.audio[0] if t.known else None
+        if t.kept and t.start_s is not None and audio is not None:
+            self.show.mixer.add(Clip(round(t.start_s * SR), t.cue.role, audio, cue_index))
         self.show._replan()
 
     def close(self) -> None:

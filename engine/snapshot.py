@@ -13,9 +13,12 @@ from engine.audio_io.ring import MixRing
 from engine.cast import Cast
 from engine.core.types import SAMPLE_RATE_HZ, Script, Voice
 from engine.metrics import AnomalyDetector, Rolling
+from engine.mixer import Clip
+from engine.mixer.envelope import EnvelopeCache
+from engine.mixer.meters import WINDOW_FRAMES, Level, Meters, role_signals
 from engine.scheduler import Scheduler
 from engine.show import Show
-from engine.show_tracks import CueTrack
+from engine.show_tracks import HEARD, CueTrack
 
 HISTORY_COLUMNS = 600
 """Priority heatmap width: 30 s at one column per 50 ms scheduler tick."""
@@ -89,11 +92,24 @@ class EngineSnapshot:
     priorities: NDArray[np.float32] = field(
         default_factory=lambda: np.zeros((0, HISTORY_COLUMNS), np.float32)
     )
-    """roles x HISTORY_COLUMNS, newest column last."""
+    """Each role's urgency 0..1 (the scheduler's slack to its deadlines, see
+    `engine.scheduler.urgency`), roles x HISTORY_COLUMNS, newest column last."""
+    queued_work: NDArray[np.float32] = field(
+        default_factory=lambda: np.zeros((0, HISTORY_COLUMNS), np.float32)
+    )
+    """Each role's queued synthesis time (s), the same shape."""
     figures: Figures = field(default_factory=Figures)
     latency_points: tuple[tuple[float, float, bool], ...] = ()
-    """(show time s, latency ms, missed) of recent lines, for the rolling plot."""
+    """(show time s, latency ms, missed) of recent lines heard, for the rolling plot."""
+    envelopes: dict[int, NDArray[np.float32]] = field(default_factory=dict)
+    """Cue index -> its take's waveform envelope (peak per 50 ms, 0..1), once voiced; the
+    same dict object from snapshot to snapshot while no take changed."""
+    levels: dict[str, Level] = field(default_factory=dict)
+    """Each role's meter reading (what the listener just heard of it)."""
+    master: Level = field(default_factory=Level)
     cue_stack: bool = False
+    go_cue: int = -1
+    """The cue GO starts (-1: none left)."""
     status: str = "stopped"
     """'stopped' (at the top), 'playing', 'paused', 'waiting for GO' (cue-stack mode), 'ended',
     or 'audio lost' (playing, while Troupe reopens a lost output)."""
@@ -108,10 +124,13 @@ class SnapshotSource(Protocol):
     ring: MixRing
     scheduler: Scheduler
     history: NDArray[np.float32]
+    work_history: NDArray[np.float32]
     adlib_ms: Rolling
     audible_ms: Rolling
     queue_wait_ms: Rolling
     anomalies: AnomalyDetector
+    meters: Meters
+    envelopes: EnvelopeCache
 
     @property
     def output_open(self) -> bool: ...
@@ -145,7 +164,8 @@ def build_snapshot(engine: SnapshotSource, version: int) -> EngineSnapshot:
         deadline_misses=show.stats.late, fallbacks=sum(t.fallback for t in show.tracks),
         anomalies=len(engine.anomalies.flagged),
     )  # fmt: skip
-    points = tuple((t.start_s, t.late_ms, t.late_ms > 0) for t in show.tracks if t.start_s is not None)
+    heard = (t for t in show.tracks if t.start_s is not None and t.state in HEARD)  # not lines still to come
+    points = tuple((t.start_s, t.late_ms, t.late_ms > 0) for t in heard if t.start_s is not None)
     return EngineSnapshot(
         version=version, title=engine.script.title, path=engine.script.path,
         playing=engine.ring.playing and engine.output_open, output_open=engine.output_open,
@@ -153,7 +173,10 @@ def build_snapshot(engine: SnapshotSource, version: int) -> EngineSnapshot:
         playhead_s=show.playhead_s, end_s=show.end_s, cues=cues, roles=tuple(engine.script.roles),
         voices={r: engine.cast[r] for r in engine.script.roles},
         scenes=tuple(s.heading for s in engine.script.scenes), priorities=engine.history.copy(),
-        figures=figures, latency_points=points[-400:], cue_stack=show.cue_stack,
+        queued_work=engine.work_history.copy(),
+        figures=figures, latency_points=points[-400:], cue_stack=show.cue_stack, go_cue=show.go_cue,
+        levels=engine.meters.roles, master=engine.meters.master,
+        envelopes=engine.envelopes.update((t.cue.index, t) for t in shown),
         status=_status(show.status, engine.output_open, engine.output_lost),
     )  # fmt: skip
 
@@ -173,3 +196,22 @@ def _cue_view(show: Show, t: CueTrack) -> CueView:
     kind = ("kept" if t.kept else "adlib") if t.adlib else "line"
     return CueView(t.cue.index, t.cue.role, t.cue.text, t.cue.scene, t.state.value, start,
                    t.est_duration_s, t.late_ms, t.fallback, t.error, t.cue.hints, kind)  # fmt: skip
+
+
+def measure_levels(show: Show, ring: MixRing, meters: Meters, heard: bool, now_s: float) -> None:
+    """Update `meters` from the last WINDOW_FRAMES the listener heard (silence unless
+    `heard`): the master from the ring itself, each role from its clips at those frames.
+    Runs on the engine thread, never in the callback."""
+    read = ring.read_pos
+    n = max(0, min(WINDOW_FRAMES, read - (ring.write_pos - ring.capacity))) if heard else 0
+    start = read - n - show.origin
+    mixed = show.mixer.clips_in(start, start + n) if n else []
+    adlibs = [t for t in show.adlibs.tracks if not t.kept and not t.deleted and t.start_s is not None]
+    spliced = {t.cue.index for t in adlibs}  # their start is in the ring, not the mixer
+    clips = [c for c in mixed if c.cue_index not in spliced]
+    for t in adlibs:
+        audio = t.audio[0] if t.known else None
+        if audio is not None and t.start_s is not None:
+            clips.append(Clip(round(t.start_s * SAMPLE_RATE_HZ), t.cue.role, audio, t.cue.index))
+    roles = role_signals(clips, start, n, show.mixer.controls) if n else {}
+    meters.update(ring.frames_at(read - n, n), roles, show.script.roles, now_s)

@@ -349,6 +349,16 @@ class AudioProcess:
             self.ring.set_consumer_attached(False)  # a killed child could not say so itself
 
 
+def play_once(audio: NDArray[np.float32], settings: OutputSettings) -> None:
+    """Play a short mono clip on the output device by itself, without waiting (a voice
+    preview while the show is not playing)."""
+    sd.play(
+        np.ascontiguousarray(audio, np.float32),
+        settings.sample_rate_hz,
+        device=resolve_device(settings.device),
+    )
+
+
 def make_output(ring: MixRing, settings: OutputSettings, audio_process: bool) -> AudioOutput | AudioProcess:
     return AudioProcess(ring, settings) if audio_process else AudioOutput(ring, settings)
 

@@ -111,6 +111,13 @@ class Mixer:
         with self._lock:
             self._clips, self._starts, self._max_len = [], [], 0
 
+    def clips_in(self, start_frame: int, end_frame: int) -> list[Clip]:
+        """The clips that sound somewhere in frames [start, end)."""
+        with self._lock:
+            hi = bisect.bisect_left(self._starts, end_frame)
+            lo = bisect.bisect_left(self._starts, start_frame - self._max_len)
+            return [c for c in self._clips[lo:hi] if c.end_frame > start_frame]
+
     @property
     def clips(self) -> list[Clip]:
         with self._lock:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from engine.scheduler.request import Request
+from engine.scheduler.urgency import urgency
 
 Accept = Callable[[Request], bool]
 LOOKAHEAD = 8
@@ -30,8 +31,6 @@ LOOKAHEAD = 8
 class PolicyConfig:
     """Tuning of the role-aware policy."""
 
-    risk_window_s: float = 1.0
-    """A request whose deadline is this close is served earliest-deadline-first."""
     continuity_s: float = 0.3
     """The last speaker's lines due within this much of the last one stay together."""
     age_rate_per_s: float = 2.0
@@ -65,6 +64,8 @@ class Policy(Protocol):
 
     def role_priorities(self, now: float, roles: Mapping[str, float]) -> dict[str, float]: ...
 
+    def role_work(self) -> dict[str, float]: ...
+
     def refresh(self, now: float) -> None: ...
 
     def admit(self, r: Request, now: float) -> float: ...
@@ -75,13 +76,16 @@ class Policy(Protocol):
 class _Slot:
     """A request's place in a policy's structures; `r` is None once it has left."""
 
-    __slots__ = ("cost", "r", "seq", "weight")
+    __slots__ = ("audio_s", "cost", "r", "seq", "weight")
 
     def __init__(self, r: Request, seq: int) -> None:
         self.r: Request | None = r
         self.seq = seq
         self.weight = 0.0
         self.cost = 0.0
+        """Estimated backend seconds (what `_Entries.charge` counted for its role)."""
+        self.audio_s = 0.0
+        """Estimated spoken seconds (what the role-aware admission index counted)."""
 
 
 class _Entries:
@@ -90,16 +94,26 @@ class _Entries:
     def __init__(self) -> None:
         self._seq = itertools.count()
         self.slots: dict[int, _Slot] = {}
+        self.work: dict[str, float] = {}
+        """Queued synthesis time by role (s): what `charge` added, less what left."""
 
     def issue(self, r: Request) -> _Slot:
         self.retire(r)
         slot = self.slots[r.id] = _Slot(r, next(self._seq))
         return slot
 
+    def charge(self, slot: _Slot, cost_s: float) -> None:
+        """Record a queued request's estimated synthesis time."""
+        assert slot.r is not None
+        slot.cost = cost_s
+        self.work[slot.r.role] = self.work.get(slot.r.role, 0.0) + cost_s
+
     def retire(self, r: Request) -> _Slot | None:
         slot = self.slots.pop(r.id, None)
         if slot is not None:
             slot.r = None  # NB: every stale entry pointing at this slot now holds nothing
+            left = self.work.get(r.role, 0.0) - slot.cost
+            self.work[r.role] = max(0.0, left) if left > 1e-9 else 0.0
         return slot
 
     @property
@@ -176,11 +190,15 @@ class FifoPolicy:
         return []
 
     def role_priorities(self, now: float, roles: Mapping[str, float]) -> dict[str, float]:
-        """What FIFO ranks by: how long each role's oldest queued request has waited (s)."""
+        """Each role's urgency (see `engine.scheduler.urgency`); FIFO keeps no estimates,
+        so a role's slack is its oldest line's time to its deadline."""
         out = dict.fromkeys(roles, 0.0)
         for role, oldest in oldest_per_role(self._oldest):
-            out[role] = now - oldest.t_enqueued
+            out[role] = urgency(oldest.deadline_s - now)
         return out
+
+    def role_work(self) -> dict[str, float]:
+        return dict(self._e.work)
 
 
 def oldest_per_role(queues: dict[str, deque[_Slot]]) -> Iterator[tuple[str, Request]]:
@@ -252,6 +270,13 @@ class PerBackend:
         for q in self.queues.values():
             for role, p in q.role_priorities(now, roles).items():
                 out[role] = max(out.get(role, 0.0), p)
+        return out
+
+    def role_work(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for q in self.queues.values():
+            for role, w in q.role_work().items():
+                out[role] = out.get(role, 0.0) + w
         return out
 
 

@@ -31,8 +31,9 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 
 from engine.scheduler.cost_index import CostIndex
-from engine.scheduler.policy import LOOKAHEAD, Accept, PolicyConfig, _Entries, _Slot, oldest_per_role
+from engine.scheduler.policy import LOOKAHEAD, Accept, PolicyConfig, _Entries, _Slot
 from engine.scheduler.request import CLASS_FACTOR, Request, RequestClass
+from engine.scheduler.urgency import urgency
 
 _Entry = tuple[float, int, _Slot]
 
@@ -77,6 +78,8 @@ class RoleAwarePolicy:
         self._costs = CostIndex()
         """Queued spoken seconds by effective weight (ad-libs at +inf) and deadline."""
         self._slack, self._slack_at, self._work = float("inf"), -float("inf"), 0.0
+        self._role_slack: dict[str, float] = {}
+        """Each role's least slack at the last scan (as of `_slack_at`)."""
 
     def _weight(self, r: Request) -> float:
         if r.klass is RequestClass.ADLIB:
@@ -102,11 +105,13 @@ class RoleAwarePolicy:
             self._slack = min(self._slack - cost, own)
             self._work += cost
         slot = self._e.issue(r)
-        # NB: the index holds spoken seconds, not backend seconds: the backend's speed is
-        # applied when admission asks, so a queue built on a first guess (or before the
-        # machine got busy) is never counted at that stale speed
-        slot.weight, slot.cost = self._weight(r), r.est_audio_s
-        self._costs.add(slot.weight, r.deadline_s, slot.cost)
+        slot.weight = self._weight(r)
+        self._e.charge(slot, cost)
+        # NB: the admission index holds spoken seconds, not backend seconds: the backend's
+        # speed is applied when admission asks, so a queue built on a first guess (or before
+        # the machine got busy) is never counted at that stale speed
+        slot.audio_s = r.est_audio_s
+        self._costs.add(slot.weight, r.deadline_s, slot.audio_s)
         if r.klass is RequestClass.ADLIB:
             self._adlib.append(slot)
         bisect.insort(self._edf, (r.deadline_s, slot.seq, slot))  # NB: seq is unique: slots never compared
@@ -148,7 +153,7 @@ class RoleAwarePolicy:
         slot = self._e.retire(r)
         if slot is None:
             return
-        self._costs.add(slot.weight, r.deadline_s, -slot.cost)
+        self._costs.add(slot.weight, r.deadline_s, -slot.audio_s)
 
     def _top(self, heap: list[_Entry]) -> Request | None:
         while heap:
@@ -203,12 +208,17 @@ class RoleAwarePolicy:
         keep = [e for e in kept if e[1] not in deferred]
         edf[: k + 1] = keep  # garbage, lost and deferred deadlines leave the deadline order
         slack, work = float("inf"), 0.0
+        role_slack: dict[str, float] = {}
         for d, _, slot in keep:
             r = slot.r
             assert r is not None
             work += r.est_cost_s
-            slack = min(slack, d - now - work - (r.est_latency_s - r.est_cost_s))
+            own = d - now - work - (r.est_latency_s - r.est_cost_s)
+            slack = min(slack, own)
+            if own < role_slack.get(r.role, math.inf):
+                role_slack[r.role] = own
         self._slack, self._slack_at, self._work = slack, now, work
+        self._role_slack = role_slack
 
     def _drop_front(self, now: float) -> None:
         edf, n = self._edf, 0
@@ -335,19 +345,24 @@ class RoleAwarePolicy:
             self.push(r)
 
     def role_priorities(self, now: float, roles: Mapping[str, float]) -> dict[str, float]:
-        """Each role's current priority (its most urgent request), 0 for an idle role; O(roles)."""
+        """Each role's urgency (see `engine.scheduler.urgency`): from the slack the last scan
+        found for it, or its first line's own slack if that is less (queued since, or
+        deferred as unmeetable); 0 for a role with nothing queued. O(roles)."""
         out = dict.fromkeys(roles, 0.0)
-        rate = self.config.age_rate_per_s
+        elapsed = now - self._slack_at
         adlib_roles = {s.r.role for s in itertools.islice(self._adlib, 64) if s.r is not None}
-        for role, oldest in oldest_per_role(self._oldest):
-            p = self.weights.get(role, oldest.voice.weight) + rate * (now - oldest.t_enqueued)
-            first = self._top(self._by_role.get(role, []))
-            if first is not None and first.deadline_s - now <= self.config.risk_window_s:
-                p += 10.0 * (1.0 - max(0.0, first.deadline_s - now) / self.config.risk_window_s)
-            if role in adlib_roles:
-                p += 100.0
-            out[role] = p
+        for role, heap in self._by_role.items():
+            first = self._top(heap)
+            if first is None:
+                continue
+            own = first.deadline_s - now - first.est_latency_s
+            slack = min(own, self._role_slack.get(role, math.inf) - elapsed)
+            out[role] = 1.0 if role in adlib_roles else urgency(slack)
         return out
+
+    def role_work(self) -> dict[str, float]:
+        """Queued synthesis time by role (s)."""
+        return dict(self._e.work)
 
 
 def _best_first(heap: list[_Entry], limit: int) -> Iterator[_Entry]:

@@ -218,8 +218,14 @@ class Scheduler:
         return len(self.policy)
 
     def role_priorities(self) -> dict[str, float]:
+        """Each role's urgency, 0..1 (see `engine.scheduler.urgency`)."""
         with self._lock:
             return self.policy.role_priorities(self.clock(), self.weights)
+
+    def role_work(self) -> dict[str, float]:
+        """Queued synthesis time by role (s)."""
+        with self._lock:
+            return self.policy.role_work()
 
     # --- engine thread -------------------------------------------------------------
     def _complete(self, batch: Batch) -> None:

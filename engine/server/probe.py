@@ -21,7 +21,10 @@ BACKOFF_MAX_S = 5.0
 @dataclass
 class ProbeSnapshot:
     priorities: dict[str, float] = field(default_factory=dict)
-    """Each role's priority as the server's active policy ranks it."""
+    """Each role's urgency 0..1 (`troupe_role_priority`: the scheduler's slack, see
+    `engine.scheduler.urgency`), the quantity the window's heatmap shows."""
+    work: dict[str, float] = field(default_factory=dict)
+    """Each role's queued synthesis time (s)."""
     queue_depth: float = 0.0
     requests_total: float = 0.0
     p50_ms: float = float("nan")
@@ -60,6 +63,8 @@ def parse(text: str) -> ProbeSnapshot:
         for s in family.samples:
             if s.name == "troupe_role_priority":
                 snap.priorities[s.labels["role"]] = s.value
+            elif s.name == "troupe_role_queued_work_seconds":
+                snap.work[s.labels["role"]] = s.value
             elif s.name == "troupe_request_latency_window_seconds":
                 windows[(s.labels["window"], s.labels["quantile"])] = s.value * 1000
             elif s.name == "troupe_requests_refused_total":
@@ -127,11 +132,12 @@ def live(url: str, interval_s: float, token: str | None, duration_s: float = 0.0
     def view(s: ProbeSnapshot) -> Group:
         table = Table(title=f"Troupe at {url}", expand=True)
         table.add_column("role")
-        table.add_column("priority", justify="right")
+        table.add_column("urgency", justify="right")
+        table.add_column("queued work", justify="right")
         table.add_column("", ratio=3)
-        top = max([30.0, *s.priorities.values()])
         for role, p in sorted(s.priorities.items(), key=lambda kv: -kv[1]):
-            table.add_row(role, f"{p:.1f}", ProgressBar(total=top, completed=p))
+            table.add_row(role, f"{p:.2f}", f"{s.work.get(role, 0.0):.1f} s",
+                          ProgressBar(total=1.0, completed=p))  # fmt: skip
         figures = Table.grid(padding=(0, 3))
         figures.add_row(f"queue {s.queue_depth:.0f}", f"p50 {s.p50_ms:.0f} ms (10 s)",
                         f"p95 {s.p95_ms:.0f} ms (10 s) {s.p95_60s_ms:.0f} ms (60 s)",

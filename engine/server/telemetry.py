@@ -63,8 +63,11 @@ class Telemetry:
         self.rtf = Gauge("troupe_synthesis_real_time_ratio", "Seconds of compute per second of audio",
                          ["backend"], registry=r)  # fmt: skip
         self.priority = Gauge("troupe_role_priority",
-                              "Each role's priority as the active policy ranks it (FIFO: seconds waited)",
+                              "Each role's urgency 0..1 from the scheduler's slack to its deadlines "
+                              "(1: due now or late; see engine.scheduler.urgency)",
                               ["role"], registry=r)  # fmt: skip
+        self.role_work = Gauge("troupe_role_queued_work_seconds", "Each role's queued synthesis time",
+                               ["role"], registry=r)  # fmt: skip
         self.misses = Counter("troupe_deadline_misses", "Requests done after their deadline", registry=r)
         self.fallbacks = Counter(
             "troupe_fallbacks", "Lines voiced by the fallback backend", ["reason"], registry=r
@@ -111,7 +114,8 @@ class Telemetry:
         """Drop the series of roles that no longer exist (bounded /metrics)."""
         classes = [k.name.lower() for k in RequestClass]
         for role in roles:
-            series = ((self.priority, [()]), (self.queue_wait, [()]), (self.latency, [(k,) for k in classes]),
+            series = ((self.priority, [()]), (self.role_work, [()]), (self.queue_wait, [()]),
+                      (self.latency, [(k,) for k in classes]),
                       (self.requests, [(k, st.value) for k in classes for st in State]))  # fmt: skip
             for metric, labels in series:
                 for rest in labels:
@@ -129,6 +133,8 @@ class Telemetry:
             self.rtf.labels(name).set(backend.rtf)
         for role, p in sched.role_priorities().items():
             self.priority.labels(role).set(p)
+        for role, w in sched.role_work().items():
+            self.role_work.labels(role).set(w)
         stats = sched.stats
         for reason, count in (
             ("failure", stats.fallback_on_failure),

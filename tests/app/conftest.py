@@ -10,9 +10,24 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QCoreApplication, QEvent, QSettings
+from PySide6.QtWidgets import QMessageBox
 
 from app.main_window import MainWindow
 from engine.service import Engine, EngineSettings, EngineSnapshot
+
+
+@pytest.fixture(autouse=True)
+def no_modal_prompts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """An unsaved-changes prompt answers Discard (a modal box would wait forever offscreen);
+    tests that answer otherwise patch it again. The list records the prompts' titles."""
+    asked: list[str] = []
+
+    def discard(_parent: object, title: str, *_args: object) -> QMessageBox.StandardButton:
+        asked.append(title)
+        return QMessageBox.StandardButton.Discard
+
+    monkeypatch.setattr(QMessageBox, "question", discard)
+    return asked
 
 
 @pytest.fixture

@@ -75,11 +75,14 @@ def test_screenshot_of_a_playing_show(qtbot, live_engine: Engine, make_window) -
     w.speak_adlib()
     qtbot.wait(2500)
     w.select_cue(3)
+    qtbot.waitUntil(lambda: live_engine.snapshot().master.hold_db > -60.0, timeout=20_000)  # heard
+    assert any(lv.hold_db > -60.0 for lv in live_engine.snapshot().levels.values())
     snap = live_engine.snapshot()
     assert snap.playhead_s > 1.0 and snap.priorities.shape[0] == len(snap.roles)
     assert float(snap.priorities.max()) > 0.0  # the heatmap has something to show
     w.bridge.poll()
-    assert w.monitor.values["xruns"].text() == str(live_engine.snapshot().figures.xruns)
+    drawn = w.bridge.last  # the snapshot the window drew (the engine publishes newer ones meanwhile)
+    assert drawn is not None and w.monitor.values["xruns"].text() == str(drawn.figures.xruns)
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / "main_window.png"
     image = w.grab().toImage()
@@ -88,3 +91,27 @@ def test_screenshot_of_a_playing_show(qtbot, live_engine: Engine, make_window) -
     colours = {image.pixelColor(x, y).name() for x in range(0, image.width(), 37)
                for y in range(0, image.height(), 37)}  # fmt: skip
     assert len(colours) > 20  # a drawn window, not a blank one
+
+
+def test_screenshot_of_fifty_roles(qtbot, live_engine: Engine, make_window, tmp_path: Path) -> None:
+    """Saves tests/artifacts/main_window_50_roles.png for review: a generated 50-role,
+    800-line script playing (rows scrolled and labelled, meters, waveforms, clock)."""
+    from tests.app import big_show
+
+    w = make_window(live_engine)
+    w.resize(1600, 1000)
+    w.show()
+    w.open_script(big_show.write_script(tmp_path))
+    qtbot.waitUntil(lambda: len(w.cue_model.cues) == big_show.N_LINES, timeout=20_000)
+    w.play()
+    qtbot.waitUntil(lambda: live_engine.snapshot().playhead_s > 6.0, timeout=30_000)
+    qtbot.waitUntil(lambda: len(live_engine.snapshot().envelopes) >= 3, timeout=30_000)  # waveforms to draw
+    w.bridge.poll()
+    snap = w.bridge.last
+    assert snap is not None and len(snap.roles) == big_show.N_ROLES
+    assert w.timeline.view.visible_rows()[1] <= 16  # readable rows, not 50 slivers
+    assert w.clock.go.isEnabled() and w.clock.elapsed.text() != "0:00.0"
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / "main_window_50_roles.png"
+    assert w.grab().toImage().save(str(path))
+    assert path.stat().st_size > 20_000

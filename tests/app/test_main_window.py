@@ -166,7 +166,7 @@ def test_render_with_stand_ins_tells_the_director(qtbot, engine: Engine, make_wi
     w = make_window(engine)
     lines = [LineTiming(0, "IRIS", "Hold the line.", 0.0, 1.0),
              LineTiming(3, "OWEN", "Go.", 1.5, 0.5, fallback="kokoro: no kokoro voices here")]  # fmt: skip
-    w._render_done(RenderResult(tmp_path / "show.wav", 2.0, lines))
+    w.render_flow.done(RenderResult(tmp_path / "show.wav", 2.0, lines))
     assert w.banner.isVisibleTo(w) and "stood in for cue(s) 4" in w.banner.text
     assert "no kokoro voices here" in w.banner.text
 
@@ -258,7 +258,7 @@ def test_no_slot_waits_for_a_busy_engine(qtbot, engine: Engine, make_window, tmp
     engine.post(stuck)  # the engine thread is busy
     assert w.open_script(DEMO)
     assert w.busy.isVisibleTo(w) and "opening the_last_broadcast.fountain" in w.busy.text()
-    w._save(tmp_path / "p.troupe.json")
+    w.saving._save(tmp_path / "p.troupe.json", None)
     with pytest.raises(EngineBusy, match=r"did not answer within 0\.2 s"):
         engine.call(lambda: None, timeout_s=0.2)  # what the CLI would get: a message
     gate.set()

@@ -147,3 +147,42 @@ def test_an_adlib_cannot_be_retaken(radio: Harness) -> None:
     radio.show.adlib("ELSA", "Wait!")
     with pytest.raises(TroupeError, match="not a line of the script"):
         radio.show.retake(len(radio.script.cues))
+
+
+def test_keep_and_delete_of_an_adlib_can_be_undone(radio: Harness) -> None:
+    _mute_all_but(radio, "OWEN")
+    radio.play(0.5)
+    radio.show.adlib("OWEN", "Someone is at the door!")
+    radio.settle()
+    t = radio.show.adlibs.tracks[0]
+    radio.play(3.0)
+    radio.show.adlibs.keep(t.cue.index)
+    radio.show.adlibs.unkeep(t.cue.index)  # undo keep: heard once again, not replayed
+    radio.show.stop()
+    radio.show.pause(False)
+    assert not radio.play(4.0).any() and not t.kept
+    radio.show.adlibs.keep(t.cue.index)
+    radio.show.adlibs.delete(t.cue.index)
+    radio.show.adlibs.restore(t.cue.index)  # undo delete: the kept ad-lib is back in the show
+    radio.show.stop()
+    radio.show.pause(False)
+    assert np.abs(radio.play(4.0)).max() > 0.01 and t.cue.index in radio.show._planned
+    with pytest.raises(TroupeError, match="no deleted ad-lib"):
+        radio.show.adlibs.restore(t.cue.index)
+
+
+def test_voice_preview_is_heard_over_the_show_without_a_cue(radio: Harness) -> None:
+    from engine.core.types import Voice
+    from engine.show_adlibs import PREVIEW_ROLE
+
+    _mute_all_but(radio, "NOBODY")  # the script is silent: only the preview can sound
+    radio.play(0.5)
+    voiced = []
+    radio.show.adlibs.preview(Voice(voice_id="en-us+f3"), "This is how I sound.", voiced.append)
+    radio.settle()
+    assert voiced and voiced[0].state.value == "ready" and voiced[0].audio.size
+    radio.show.adlibs.splice(PREVIEW_ROLE, voiced[0].audio, -1)
+    heard = radio.play(3.0)
+    assert np.abs(heard).max() > 0.01
+    np.testing.assert_allclose(heard[:, 0], heard[:, 1], atol=1e-6)  # centred
+    assert not radio.show.adlibs.tracks  # no cue item

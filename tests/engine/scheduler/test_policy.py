@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from sched_fakes import ManualClock, req
 
 from engine.scheduler import FifoPolicy, PolicyConfig, RequestClass, RoleAwarePolicy
+from engine.scheduler.urgency import URGENCY_HORIZON_S, urgency
 
 
 def _drain(policy, clock: ManualClock) -> list[str]:  # type: ignore[no-untyped-def]
@@ -116,7 +118,7 @@ def test_fifo_starves_nobody_but_ignores_weight(clock: ManualClock) -> None:
 
 
 def test_continuity_keeps_the_current_speaker_together(clock: ManualClock) -> None:
-    p = RoleAwarePolicy(PolicyConfig(continuity_s=0.3, risk_window_s=0.1), {"A": 5, "B": 5})
+    p = RoleAwarePolicy(PolicyConfig(continuity_s=0.3), {"A": 5, "B": 5})
     t = clock()
     _push(p, clock, req("B", "b1", deadline=t + 10.1), req("A", "a1", deadline=t + 10.0),
           req("A", "a2", deadline=t + 10.2), req("A", "a3", deadline=t + 12.0))  # fmt: skip
@@ -126,7 +128,7 @@ def test_continuity_keeps_the_current_speaker_together(clock: ManualClock) -> No
 
 
 def test_continuity_never_overrides_a_higher_weight(clock: ManualClock) -> None:
-    p = RoleAwarePolicy(PolicyConfig(continuity_s=0.3, risk_window_s=0.1), {"A": 5, "B": 6})
+    p = RoleAwarePolicy(PolicyConfig(continuity_s=0.3), {"A": 5, "B": 6})
     t = clock()
     _push(p, clock, req("A", "a1", deadline=t + 10.0), req("B", "b1", deadline=t + 10.1),
           req("A", "a2", deadline=t + 10.2))  # fmt: skip
@@ -141,14 +143,28 @@ def test_reweight_applies_live(clock: ManualClock) -> None:
     assert _drain(p, clock) == ["b", "a"]
 
 
-def test_role_priorities_one_value_per_role(clock: ManualClock) -> None:
+def test_role_urgency_is_the_slack_the_scheduler_computes(clock: ManualClock) -> None:
     p = RoleAwarePolicy(weights={"A": 5, "B": 1, "C": 2})
-    _push(p, clock, req("A", "a"), req("B", "b", deadline=clock() + 0.2))
-    clock.advance(1.0)
+    p.service_s = lambda r: 1.0  # each line takes 1 s to voice
+    t = clock()
+    _push(p, clock, req("A", "a1", deadline=t + 8.0), req("A", "a2", deadline=t + 30.0),
+          req("B", "b", deadline=t + 3.0))  # fmt: skip
+    p.refresh(clock())
     pr = p.role_priorities(clock(), {"A": 5, "B": 1, "C": 2})
-    assert set(pr) == {"A", "B", "C"} and pr["C"] == 0.0
-    assert pr["A"] > 5.0  # weight plus age
-    assert pr["B"] > 1.0 + 2.0  # aged and at risk
+    work = p.role_work()
+    assert set(pr) == {"A", "B", "C"} and pr["C"] == 0.0 and "C" not in work
+    # deadline order b (3 s), a1 (8 s), a2: b has 3 - 1 = 2 s to spare, a1 8 - 2 = 6 s
+    assert pr["B"] == pytest.approx(1 - 2.0 / URGENCY_HORIZON_S, abs=0.01)
+    assert pr["A"] == pytest.approx(1 - 6.0 / URGENCY_HORIZON_S, abs=0.01)
+    assert work == pytest.approx({"A": 2.0, "B": 1.0})
+    clock.advance(2.5)  # b can no longer be met: B reads 1 (late), A's slack shrinks too
+    pr = p.role_priorities(clock(), {"A": 5, "B": 1})
+    assert pr["B"] == 1.0 and pr["A"] == pytest.approx(1 - 3.5 / URGENCY_HORIZON_S, abs=0.01)
+    p.pop(clock())
+    p.pop(clock())
+    p.pop(clock())
+    assert p.role_priorities(clock(), {"A": 5, "B": 1}) == {"A": 0.0, "B": 0.0}
+    assert p.role_work() == {"A": 0.0, "B": 0.0}  # nothing queued, no work left
 
 
 def test_fifo_priorities_follow_the_oldest_live_request(clock: ManualClock) -> None:
@@ -157,10 +173,11 @@ def test_fifo_priorities_follow_the_oldest_live_request(clock: ManualClock) -> N
     p.pop(clock())  # a1 leaves: A's oldest is now a2
     clock.advance(2.0)
     pr = p.role_priorities(clock(), {"A": 5.0, "B": 1.0, "C": 2.0})
-    # FIFO ranks by waiting time alone, so that is the priority it reports (weights ignored)
+    # FIFO keeps no estimates: a role's slack is its oldest line's time to its deadline
     assert pr["C"] == 0.0
-    assert abs(pr["A"] - 2.002) < 1e-6
-    assert abs(pr["B"] - 2.001) < 1e-6
+    for role in ("A", "B"):
+        oldest = next(r for r in p.pending() if r.role == role)
+        assert pr[role] == pytest.approx(urgency(oldest.deadline_s - clock()))
 
 
 def test_tick_refresh_restores_slack_that_pops_used_up(clock: ManualClock) -> None:

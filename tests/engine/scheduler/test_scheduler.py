@@ -36,7 +36,7 @@ def test_batches_up_to_max_batch_by_length_bucket(clock: ManualClock) -> None:
 def test_continuity_batching_through_the_scheduler(clock: ManualClock) -> None:
     synth = RecordingSynth(max_batch=2)
     b = Backend(synth, clock=clock)
-    s = _sched(clock, b, fallback_backend=None, policy_config=PolicyConfig(risk_window_s=0.0))
+    s = _sched(clock, b, fallback_backend=None, policy_config=PolicyConfig())
     s.set_weight("A", 5)
     s.set_weight("B", 4)
     t = clock()
@@ -175,7 +175,8 @@ def test_cancel_and_priorities(clock: ManualClock) -> None:
     s.set_weight("B", 1)
     rs = [s.submit(req("A" if k % 2 else "B", f"l{k}")) for k in range(6)]
     pr = s.role_priorities()
-    assert pr["A"] >= 3 and pr["B"] >= 1
+    assert pr["A"] > 0 and pr["B"] > 0  # both have lines queued
     assert s.cancel(lambda r: r.role == "A") == 3
     assert all(r.state is State.CANCELLED for r in rs if r.role == "A")
     assert s.pending_count == 3
+    assert s.role_priorities()["A"] == 0.0 and s.role_work().get("A", 0.0) == 0.0

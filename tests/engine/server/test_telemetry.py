@@ -91,3 +91,31 @@ def test_live_probe_backs_off_and_stays_cheap_while_the_server_is_down(capsys) -
     out = capsys.readouterr().out
     assert out.count("cannot reach") == 1  # one message per outage, not ten a second
     assert cpu_s < 0.3 * 3.0  # generous: backing off, it mostly sleeps
+
+
+def test_metrics_and_probe_show_the_heatmaps_urgency_and_work() -> None:
+    """The window's heatmap, `/metrics` and the probe read one quantity: the scheduler's
+    role urgency (and queued work), passed through the exposition format unchanged."""
+    from types import SimpleNamespace
+
+    from prometheus_client import generate_latest
+
+    from engine.core.types import Voice
+    from engine.scheduler import Backend, Request, Scheduler, SchedulerConfig
+    from engine.server.probe import parse
+    from engine.server.telemetry import Telemetry
+    from engine.synthesis.espeak import EspeakSynthesizer
+
+    clock = Clock()
+    sched = Scheduler({"espeak": Backend(EspeakSynthesizer())}, SchedulerConfig(), clock)
+    try:
+        for k, (role, due) in enumerate((("HERO", 2.0), ("HERO", 20.0), ("FOIL", 0.5))):
+            sched.submit(Request(role, f"Line {k} to voice.", Voice(), deadline_s=clock.t + due))
+        telemetry = Telemetry(SimpleNamespace(scheduler=sched))  # type: ignore[arg-type]
+        telemetry.tick()
+        probed = parse(generate_latest(telemetry.registry).decode())
+        urgency, work = sched.role_priorities(), sched.role_work()
+        assert probed.priorities == urgency and probed.work == work
+        assert 0.0 < urgency["HERO"] < urgency["FOIL"] <= 1.0 and work["HERO"] > 0.0
+    finally:
+        sched.close()

@@ -1,0 +1,171 @@
+"""Flows the window hands off: saving (and the unsaved-changes question), rendering
+(dialog, background job, progress, result) and voices (the browser, previews). Each holds
+the window and reaches the engine through it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFileDialog, QMessageBox, QProgressDialog
+
+from app.cast_panel import voice_change, voice_text
+from app.jobs import RenderJob
+from app.render_dialog import RenderDialog
+from app.voice_browser import VoiceBrowser
+from engine.core.errors import TroupeError
+from engine.render import RenderResult
+from engine.service import VoiceInfo
+
+if TYPE_CHECKING:
+    from app.main_window import MainWindow
+
+
+PROJECT_FILTER = "Troupe projects (*.json *.toml *.troupe);;All files (*)"
+
+
+class SaveFlow:
+    """Save the project without blocking; the undo stack's clean state is 'saved'."""
+
+    def __init__(self, window: MainWindow) -> None:
+        self.w = window
+        self.saving_then = False
+        """True while an action the director confirmed runs after its save."""
+
+    def save(self, then: Callable[[], None] | None = None) -> bool:
+        path = self.w.engine.project_path  # NB: one reference read
+        if path is None:
+            return self.save_as(then)
+        self._save(path, then)
+        return True
+
+    def save_as(self, then: Callable[[], None] | None = None) -> bool:
+        path, _ = QFileDialog.getSaveFileName(self.w, "Save project", "show.troupe.json", PROJECT_FILTER)
+        if path:
+            self._save(Path(path), then)
+        return bool(path)
+
+    def _save(self, path: Path, then: Callable[[], None] | None) -> None:
+        w = self.w
+        mark = w.undo.index()
+
+        def saved(_: object) -> None:
+            if w.undo.index() == mark:
+                w.undo.setClean()
+            w.statusBar().showMessage(f"saved {path}", 5000)
+            if then is not None:
+                then()
+
+        w.pending.watch(w.engine.begin_save_project(path), "saving the project",
+                        lambda msg: w.banner.show_message(f"could not save: {msg}"), saved)  # fmt: skip
+
+    def confirm(self, retry: Callable[[], object]) -> bool:
+        """True to go on now. With unsaved edits, ask: Save (then `retry` once saved),
+        Discard (go on), or Cancel (stay)."""
+        w = self.w
+        if w.undo.isClean() or self.saving_then:
+            return True
+        buttons = QMessageBox.StandardButton
+        answer = QMessageBox.question(
+            w, "Unsaved changes",
+            f"The show has unsaved changes ({w.undo.undoText() or 'edits'}…). Save them first?",
+            buttons.Save | buttons.Discard | buttons.Cancel, buttons.Save,
+        )  # fmt: skip
+        if answer == buttons.Discard:
+            return True
+        if answer == buttons.Save:
+
+            def after() -> None:
+                self.saving_then = True
+                try:
+                    retry()
+                finally:
+                    self.saving_then = False
+
+            self.save(after)
+        return False
+
+
+class RenderFlow:
+    def __init__(self, window: MainWindow) -> None:
+        self.w = window
+        self.job: RenderJob | None = None
+
+    def ask(self, stems: bool = False) -> RenderJob | None:
+        w = self.w
+        snap = w.bridge.last
+        title, path, scenes = (snap.title, snap.path, snap.scenes) if snap else ("", "", ())
+        dialog = RenderDialog(title, path, scenes, w.cue_model.cues, w.cues.selected_cues(), w)
+        dialog.stems.setChecked(stems)
+        if dialog.exec() != RenderDialog.DialogCode.Accepted:
+            return None
+        req = dialog.request()
+        return self.start(req.out, req.stems, req.cues)
+
+    def start(self, out: Path, stems: Path | None, cues: tuple[int, ...] | None = None) -> RenderJob:
+        """Render in the background with a cancellable progress dialog; a cancel says which
+        partial files it removed (or that none were left)."""
+        w = self.w
+        job = RenderJob(w.engine, out, stems, cues)
+        dialog = QProgressDialog("Rendering…", "Cancel", 0, 1000, w)
+        dialog.setWindowModality(Qt.WindowModality.WindowModal)
+        dialog.setMinimumDuration(300)
+        dialog.canceled.connect(job.cancel)
+        job.progressed.connect(lambda f, msg: (dialog.setValue(round(f * 1000)), dialog.setLabelText(msg)))
+        job.succeeded.connect(self.done)
+        job.failed.connect(w.banner.show_message)
+        job.finished.connect(dialog.close)
+        job.finished.connect(job.deleteLater)
+        self.job = job
+        job.start()
+        return job
+
+    def done(self, result: RenderResult) -> None:
+        w = self.w
+        w.statusBar().showMessage(f"rendered {result.path} ({result.duration_s:.1f} s, "
+                                  f"{len(result.failed)} failed lines)", 10000)  # fmt: skip
+        if result.fell_back:  # the director should know which lines are not in their cast voice
+            cues = ", ".join(str(ln.cue_index + 1) for ln in result.fell_back[:12])
+            more = "…" if len(result.fell_back) > 12 else ""
+            w.banner.show_message(f"render: espeak-ng stood in for cue(s) {cues}{more}: "
+                                  f"{result.fell_back[0].fallback}")  # fmt: skip
+
+
+class VoiceFlow:
+    def __init__(self, window: MainWindow) -> None:
+        self.w = window
+        self.catalog: list[VoiceInfo] | None = None
+        self.browser: VoiceBrowser | None = None
+
+    def browse(self, role: str) -> VoiceBrowser:
+        w = self.w
+        if self.catalog is None:
+            self.catalog = w.engine.voice_catalog()
+        if self.browser is not None:
+            self.browser.close()
+        browser = VoiceBrowser(self.catalog, w.settings, role, self.sample_line(role), w)
+        voice = w.cast.shown.get(role)
+        if voice is not None:
+            browser.select(voice_text(voice))
+        browser.cast_chosen.connect(lambda r, v: w._recast(r, voice_change(v)))
+        browser.preview_asked.connect(self.preview)
+        browser.show()
+        self.browser = browser
+        return browser
+
+    def sample_line(self, role: str) -> str:
+        """The role's next line (else its first), for a preview in context."""
+        lines = [c for c in self.w.cue_model.cues if c.role == role and c.kind == "line"]
+        coming = [c for c in lines if c.state not in ("played", "playing")]
+        return (coming or lines)[0].text if lines else "This is how I sound."
+
+    def preview(self, voice_id: str, text: str) -> None:
+        w = self.w
+        try:
+            future = w.engine.preview(voice_id, text)
+        except TroupeError as exc:
+            w.banner.show_message(str(exc))
+            return
+        w.pending.watch(future, f"previewing {voice_id}", w.banner.show_message)
