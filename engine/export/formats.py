@@ -121,7 +121,7 @@ def pcm_buffer(block: NDArray[np.float32], sample_format: str) -> memoryview:
     elif sample_format == "s16":
         data = to_int(block, 16).astype("<i2", copy=False)
     else:
-        data = _pack24(to_int(block, 24).reshape(-1))
+        data = _pack24(to_int(block, 24).astype(np.int32, copy=False).reshape(-1))
     return data.data.cast("B")
 
 

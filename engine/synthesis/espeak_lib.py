@@ -1,13 +1,19 @@
 """ctypes binding to libespeak-ng from the espeakng-loader wheel.
 
 NB: libespeak-ng keeps global state and is not thread-safe: two threads inside one
-library instance crash the process. Every call goes through `EspeakLib.lock`, and
-parallelism comes from a process pool (see `engine.synthesis.pool`).
+library instance crash the process. Every call goes through `EspeakLib.lock`. Parallelism
+comes from a process pool (see `engine.synthesis.pool`, for the live show), or from private
+instances: each a copy of the library file loaded on its own, with its own globals
+(`EspeakLib.private()`, for the offline render's threads).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import os
+import shutil
+import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +31,9 @@ _PHONEME_INPUT = 0x100
 _POS_CHARACTER = 1
 _PARAM_RATE, _PARAM_VOLUME, _PARAM_PITCH, _PARAM_RANGE = 1, 2, 3, 4
 _PHONEMES_IPA = 0x02
+_BUFFER_MS = 1000
+"""Audio handed to the callback a second at a time (the library's default, 60 ms, costs a
+Python call and a copy per 60 ms: a tenth of the synthesis time)."""
 
 
 class _Voice(ctypes.Structure):
@@ -76,20 +85,23 @@ class EspeakLib:
     _instance: EspeakLib | None = None
     _instance_lock = threading.Lock()
 
-    def __init__(self) -> None:
+    def __init__(self, library: str | None = None) -> None:
+        """The library at `library` (default: the installed one, shared by the process)."""
         try:
             import espeakng_loader
         except ImportError as exc:  # pragma: no cover - a hard dependency
             raise SynthesisError("espeakng-loader is not installed") from exc
         self.lock = threading.Lock()
-        self._lib = ctypes.CDLL(espeakng_loader.get_library_path())
+        self._lib = ctypes.CDLL(library or espeakng_loader.get_library_path())
         self._declare()
         data_dir = Path(espeakng_loader.get_data_path())
-        rate = self._lib.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, 0, str(data_dir.parent).encode(), 0)
+        rate = self._lib.espeak_Initialize(
+            _AUDIO_OUTPUT_SYNCHRONOUS, _BUFFER_MS, str(data_dir.parent).encode(), 0
+        )
         if rate <= 0:
             raise SynthesisError(f"espeak-ng failed to initialise with data at {data_dir}")
         self.sample_rate_hz: int = rate
-        self._chunks: list[NDArray[np.int16]] = []
+        self._chunks: list[bytes] = []
         # Keep a reference: ctypes does not, and a collected callback crashes the library.
         self._callback = _SynthCallback(self._on_audio)
         self._lib.espeak_SetSynthCallback(self._callback)
@@ -100,6 +112,26 @@ class EspeakLib:
             if cls._instance is None:
                 cls._instance = cls()
             return cls._instance
+
+    @classmethod
+    def private(cls) -> EspeakLib:
+        """A new instance of its own, which may run beside every other: a copy of the library
+        file, loaded and then unlinked (the mapping stays; nothing is left on disk). Raises
+        `SynthesisError` where no copy can be loaded (no writable temporary folder, or one
+        mounted noexec)."""
+        import espeakng_loader
+
+        folder = tempfile.mkdtemp(prefix="troupe-espeak-")
+        try:
+            original = espeakng_loader.get_library_path()
+            copy = os.path.join(folder, os.path.basename(original))
+            shutil.copyfile(original, copy)
+            return cls(copy)
+        except OSError as exc:
+            raise SynthesisError(f"cannot load a private copy of libespeak-ng: {exc}") from exc
+        finally:
+            with contextlib.suppress(OSError):
+                shutil.rmtree(folder)
 
     def _declare(self) -> None:
         lib = self._lib
@@ -125,7 +157,7 @@ class EspeakLib:
 
     def _on_audio(self, wav: ctypes._Pointer, n_samples: int, _events: int) -> int:  # type: ignore[type-arg]
         if n_samples > 0 and wav:
-            self._chunks.append(np.ctypeslib.as_array(wav, shape=(n_samples,)).copy())
+            self._chunks.append(ctypes.string_at(wav, 2 * n_samples))
         return 0  # 0 = continue synthesis
 
     def list_voices(self, variants: bool = False) -> list[EspeakVoiceInfo]:
@@ -156,7 +188,7 @@ class EspeakLib:
     def synthesize(
         self, text: str, voice: str, rate_wpm: int, pitch: int, pitch_range: int
     ) -> NDArray[np.int16]:
-        """Synthesize `text` at the library's native rate (int16 mono)."""
+        """Synthesize `text` at the library's native rate (int16 mono, read-only)."""
         encoded = text.encode("utf-8") + b"\x00"
         flags = _CHARS_UTF8 | _ENDPAUSE | (_PHONEME_INPUT if "[[" in text else 0)
         with self.lock:
@@ -176,9 +208,7 @@ class EspeakLib:
                 raise SynthesisError(f"espeak-ng synthesis failed (error {err}) for {text[:40]!r}")
             self._lib.espeak_Synchronize()
             chunks, self._chunks = self._chunks, []
-        if not chunks:
-            return np.zeros(0, dtype=np.int16)
-        return np.concatenate(chunks)
+        return np.frombuffer(b"".join(chunks), np.int16)
 
     def phonemes(self, text: str, voice: str = "en-us") -> str:
         """IPA phonemes of `text` as espeak-ng pronounces it with `voice`."""
