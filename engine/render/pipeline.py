@@ -23,7 +23,7 @@ from engine.mixer import Clip, MixControls, Pacing
 from engine.render import finishing, sizing
 from engine.render.layout import StreamLayout
 from engine.render.mixdown import StreamMixer
-from engine.render.outputs import BlockWriter, Encoder, OutputFiles, partial_path, stem_format
+from engine.render.outputs import BlockWriter, Encoder, OutputFiles, _Target, partial_path, stem_format
 from engine.render.result import (
     STEM_MODES,
     LineTiming,
@@ -92,6 +92,11 @@ def _check(job: _Job, pacing: Pacing, free: sizing.DiskFree) -> None:
             n = sum(sizing.audio_bytes(sfmt, ch, job.stems.sample_format, est.voiced_s.get(r, 0.0),
                                        est.duration_s) for r, ch in job.stem_channels.items())  # fmt: skip
             needs.append((job.stems_dir, n, f"{len(job.stem_channels)} stems"))
+            if job.loudness is not None:
+                flac = FORMATS["flac"]
+                n = sum(sizing.audio_bytes(flac, ch, "s24", est.voiced_s.get(r, 0.0), est.duration_s)
+                        for r, ch in job.stem_channels.items())  # fmt: skip
+                needs.append((job.stems_dir, n, "stem premasters for loudness"))
     sizing.check_space(needs, free)
 
 
@@ -173,13 +178,21 @@ class _Stream:
             )
         else:
             self.mix = files.open(job.out, 2, SAMPLE_RATE_HZ, job.sample_format)
-        self.stems = {r: files.open(job.stem_path(r), ch, SAMPLE_RATE_HZ, job.stems.sample_format,
-                                    stem_format(job.stems.format))
-                      for r, ch in job.stem_channels.items()} if role_stems else {}  # fmt: skip
+        self.stems = {r: self._open_stem(r, ch) for r, ch in job.stem_channels.items()} if role_stems else {}
         self.encoder = Encoder()
         self.blocks = BlockWriter(self.mix, self.stems, self.meter)
         self.layout = StreamLayout(script.cues, pacing)
         self.lines: list[LineTiming] = []
+
+    def _open_stem(self, role: str, channels: int) -> _Target:
+        """The role's stem; with loudness, its lossless premaster (it takes the mix's gain after)."""
+        path = self.job.stem_path(role)
+        if self.meter is not None:
+            return self.files.open(
+                finishing.premaster_path(path), channels, SAMPLE_RATE_HZ, "s24", FORMATS["flac"]
+            )
+        return self.files.open(path, channels, SAMPLE_RATE_HZ, self.job.stems.sample_format,
+                               stem_format(self.job.stems.format))  # fmt: skip
 
     def take(self, cue: Cue, audio: Mono | None, error: str | None, fallback: str | None) -> None:
         duration_s = 0.0 if audio is None else len(audio) / SAMPLE_RATE_HZ
@@ -246,12 +259,17 @@ def _finish(job: _Job, files: OutputFiles, stream: _Stream, result: RenderResult
             progress: Progress | None) -> None:  # fmt: skip
     """Loudness, audiobook chapters and tags, then the files into place and the side files."""
     if stream.meter is not None and job.loudness is not None:
-        done = finishing.normalise_into(job.out, stream.mix, files, stream.meter.integrated_lufs(),
-                                        job.loudness, job.sample_format, progress)  # fmt: skip
+        stems = {r: (t, job.stem_path(r)) for r, t in stream.stems.items()}
+        lufs = stream.meter.integrated_lufs()
+        done = finishing.normalise_into(job.out, stream.mix, files, lufs, job.loudness, job.sample_format,
+                                        progress, stems, stem_format(job.stems.format),
+                                        job.stems.sample_format)  # fmt: skip
         result.loudness_measured_lufs, result.loudness_gain_db = done.measured_lufs, done.gain_db
+        result.stems = done.stems
+    else:
+        result.stems = {r: t.path for r, t in stream.stems.items()}
     if finishing.is_audiobook(job.out):
         finishing.finish_audiobook(job.out, job.script, result.lines, result.duration_s)
-    result.stems = {r: t.path for r, t in stream.stems.items()}
     if job.stems_dir is not None and job.stems.mode == "clips":
         result.stems = {p.stem: p for p in files.extra}
     result.bytes_written = files.commit()
