@@ -37,7 +37,9 @@ def test_normalised_stems_add_up_to_the_normalised_mix(tmp_path: Path) -> None:
                            loudness=target)  # fmt: skip
     mix, rate = sf.read(result.path, dtype="float64", always_2d=True)
     assert pyloudnorm.Meter(rate).integrated_loudness(mix) == pytest.approx(target.lufs, abs=0.5)
-    assert result.loudness_gain_db is not None and abs(result.loudness_gain_db) > 1.0  # the gain did something
+    assert (
+        result.loudness_gain_db is not None and abs(result.loudness_gain_db) > 1.0
+    )  # the gain did something
     controls = MixControls.from_voices({r: cast[r] for r in script.roles})
     total = np.zeros_like(mix)
     for role in script.roles:
