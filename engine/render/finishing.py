@@ -19,6 +19,7 @@ from engine.render.result import LineTiming, Progress
 
 if TYPE_CHECKING:
     from engine.export.loudness import LoudnessTarget
+    from engine.render.clipgain import ClipGains
 
 
 @dataclass(frozen=True)
@@ -35,12 +36,13 @@ def premaster_path(out: Path) -> Path:
 
 def normalise_into(out: Path, premaster: _Target, files: OutputFiles, measured_lufs: float,
                    target: LoudnessTarget, sample_format: str, progress: Progress | None,
-                   stems: Mapping[str, tuple[_Target, Path]] = {}, stem_format: AudioFormat = FORMATS["flac"],
-                   stem_sample_format: str = "s24") -> Normalised:  # fmt: skip
+                   stems: Mapping[str, tuple[_Target, Path]] = {},
+                   stem_format: AudioFormat = FORMATS["flac"], stem_sample_format: str = "s24",
+                   clips: ClipGains | None = None) -> Normalised:  # fmt: skip
     """Read the premaster, bring it to `target`, write `out`; each stem's premaster (role ->
     premaster, final path) takes the very gain the mix took, frame by frame, so the stems
-    still add up to the mix. The premasters are removed once the final files are written;
-    `stems` is left mapping each role to its final file."""
+    still add up to the mix; so does each clip (`clips`) over its span. The premasters are
+    removed once the final files are written."""
     from engine.export.loudness import normalised
 
     final = files.open(out, 2, SAMPLE_RATE_HZ, sample_format)
@@ -49,6 +51,8 @@ def normalise_into(out: Path, premaster: _Target, files: OutputFiles, measured_l
     with contextlib.ExitStack() as stack:
         f = stack.enter_context(sf.SoundFile(partial_path(premaster.path)))
         sources = {r: stack.enter_context(sf.SoundFile(partial_path(t.path))) for r, (t, _) in stems.items()}
+        if clips is not None:
+            stack.callback(clips.abort)  # NB: nothing left open after a clean finish
         n = f.frames
 
         def read(a: int, b: int) -> np.ndarray:
@@ -59,9 +63,13 @@ def normalise_into(out: Path, premaster: _Target, files: OutputFiles, measured_l
             final.writer.write(block)
             for r, src in sources.items():  # NB: read in order, block after block
                 finals[r].writer.write(src.read(len(block), dtype="float32", always_2d=True) * gain[:, None])
+            if clips is not None:
+                clips.feed(start, gain)
             if progress:
                 done = start + len(block)
                 progress(0.9 + 0.09 * done / max(1, n), f"normalising loudness to {target.lufs:g} LUFS")
+        if clips is not None:
+            clips.close()
     for t in (final, *finals.values()):
         t.writer.close()
         t.done = True

@@ -88,6 +88,9 @@ def _check(job: _Job, pacing: Pacing, free: sizing.DiskFree) -> None:
         if job.stems.mode == "clips":
             n = sizing.audio_bytes(sfmt, 1, job.stems.sample_format, voiced_total, voiced_total)
             needs.append((job.stems_dir, n, f"{len(job.script.cues)} clips"))
+            if job.loudness is not None:
+                n = sizing.audio_bytes(FORMATS["flac"], 1, "s24", voiced_total, voiced_total)
+                needs.append((job.stems_dir, n, "clip premasters for loudness"))
         else:
             n = sum(sizing.audio_bytes(sfmt, ch, job.stems.sample_format, est.voiced_s.get(r, 0.0),
                                        est.duration_s) for r, ch in job.stem_channels.items())  # fmt: skip
@@ -183,6 +186,7 @@ class _Stream:
         self.blocks = BlockWriter(self.mix, self.stems, self.meter)
         self.layout = StreamLayout(script.cues, pacing)
         self.lines: list[LineTiming] = []
+        self.clip_spans: list[tuple[int, Path]] = []
 
     def _open_stem(self, role: str, channels: int) -> _Target:
         """The role's stem; with loudness, its lossless premaster (it takes the mix's gain after)."""
@@ -202,6 +206,7 @@ class _Stream:
             self.mixer.add(clip)
             if self.job.stems_dir is not None and self.job.stems.mode == "clips":
                 self.encoder.put(lambda: _write_clip(self.job, self.files, clip))
+                self.clip_spans.append((clip.start_frame, self.job.clip_path(clip.cue_index, clip.role)))
         self.lines.append(LineTiming(cue.index, cue.role, cue.text, start_s, duration_s, error, fallback,
                                      cue.scene))  # fmt: skip
         frontier = self.layout.frontier_s()
@@ -260,10 +265,17 @@ def _finish(job: _Job, files: OutputFiles, stream: _Stream, result: RenderResult
     """Loudness, audiobook chapters and tags, then the files into place and the side files."""
     if stream.meter is not None and job.loudness is not None:
         stems = {r: (t, job.stem_path(r)) for r, t in stream.stems.items()}
+        clips = None
+        if job.stems_dir is not None and job.stems.mode == "clips":
+            from engine.render.clipgain import ClipGains
+
+            clips = ClipGains(
+                files, stem_format(job.stems.format), job.stems.sample_format, stream.clip_spans
+            )
         lufs = stream.meter.integrated_lufs()
         done = finishing.normalise_into(job.out, stream.mix, files, lufs, job.loudness, job.sample_format,
                                         progress, stems, stem_format(job.stems.format),
-                                        job.stems.sample_format)  # fmt: skip
+                                        job.stems.sample_format, clips)  # fmt: skip
         result.loudness_measured_lufs, result.loudness_gain_db = done.measured_lufs, done.gain_db
         result.stems = done.stems
     else:
@@ -283,9 +295,13 @@ def _write_clip(job: _Job, files: OutputFiles, clip: Clip) -> None:
     from engine.export import FileWriter
 
     path = job.clip_path(clip.cue_index, clip.role)
-    files.extra.append(path)
-    w = FileWriter(partial_path(path), stem_format(job.stems.format), 1, SAMPLE_RATE_HZ,
-                   job.stems.sample_format, str(path))  # fmt: skip
+    fmt, sample_format = stem_format(job.stems.format), job.stems.sample_format
+    if job.loudness is not None:  # a lossless premaster: the clip takes the mix's gain after
+        path, fmt, sample_format = finishing.premaster_path(path), FORMATS["flac"], "s24"
+        files.scratch.append(path)
+    else:
+        files.extra.append(path)
+    w = FileWriter(partial_path(path), fmt, 1, SAMPLE_RATE_HZ, sample_format, str(path))
     try:
         w.write(clip.audio.reshape(-1, 1).astype(np.float32, copy=False))
         w.close()
