@@ -46,7 +46,7 @@ def normalise_into(out: Path, premaster: _Target, files: OutputFiles, measured_l
     from engine.export.loudness import normalised
 
     final = files.open(out, 2, SAMPLE_RATE_HZ, sample_format)
-    finals = {r: files.open(path, t.channels, SAMPLE_RATE_HZ, stem_sample_format, stem_format)
+    finals = {r: files.open(path, t.channels, SAMPLE_RATE_HZ, stem_sample_format, stem_format, sparse=True)
               for r, (t, path) in stems.items()}  # fmt: skip
     with contextlib.ExitStack() as stack:
         f = stack.enter_context(sf.SoundFile(partial_path(premaster.path)))

@@ -46,9 +46,11 @@ class OutputFiles:
     """Partial files the render reads back and removes itself (clips' premasters); never kept."""
 
     def open(self, path: Path, channels: int, sample_rate_hz: int, sample_format: str,
-             fmt: AudioFormat | None = None) -> _Target:  # fmt: skip
+             fmt: AudioFormat | None = None, sparse: bool = False) -> _Target:  # fmt: skip
         fmt = fmt or format_for_path(str(path))
-        writer = FileWriter(partial_path(path), fmt, channels, sample_rate_hz, sample_format, str(path))
+        writer = FileWriter(
+            partial_path(path), fmt, channels, sample_rate_hz, sample_format, str(path), sparse
+        )
         target = _Target(path, writer, channels)
         self.targets.append(target)
         return target
