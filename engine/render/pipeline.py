@@ -190,13 +190,14 @@ class _Stream:
 
     def _open_stem(self, role: str, channels: int) -> _Target:
         """The role's stem; with loudness, its lossless premaster (it takes the mix's gain after)."""
-        path = self.job.stem_path(role)
+        path, fmt, sample_format = (
+            self.job.stem_path(role),
+            stem_format(self.job.stems.format),
+            self.job.stems.sample_format,
+        )
         if self.meter is not None:
-            return self.files.open(
-                finishing.premaster_path(path), channels, SAMPLE_RATE_HZ, "s24", FORMATS["flac"]
-            )
-        return self.files.open(path, channels, SAMPLE_RATE_HZ, self.job.stems.sample_format,
-                               stem_format(self.job.stems.format))  # fmt: skip
+            path, fmt, sample_format = finishing.premaster_path(path), FORMATS["flac"], "s24"
+        return self.files.open(path, channels, SAMPLE_RATE_HZ, sample_format, fmt, sparse=True)
 
     def take(self, cue: Cue, audio: Mono | None, error: str | None, fallback: str | None) -> None:
         duration_s = 0.0 if audio is None else len(audio) / SAMPLE_RATE_HZ

@@ -96,3 +96,25 @@ def test_every_frame_checks_out(tmp_path: Path) -> None:
     proc = subprocess.run(check, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stderr == ""
     assert os.path.getsize(path) < 0.45 * sf.info(str(path)).frames * 6  # the silence costs next to nothing
+
+
+def test_a_render_writes_its_flac_stems_this_way(tmp_path: Path) -> None:
+    """Stems (mostly silence) are written here (no MD5 signature in STREAMINFO, which
+    libsndfile always writes), the mix through libsndfile."""
+    from engine.cast import Cast
+    from engine.render import render_script
+    from engine.script import load_script
+    from engine.synthesis.espeak import EspeakSynthesizer
+
+    script = load_script(
+        Path(__file__).resolve().parents[3] / "assets" / "demo" / "the_last_broadcast.fountain"
+    )
+    result = render_script(
+        script, Cast.auto(script), tmp_path / "mix.flac", EspeakSynthesizer(), tmp_path / "stems"
+    )
+
+    def md5(path: Path) -> bytes:
+        return path.read_bytes()[8 + 18 : 8 + 34]
+
+    assert md5(result.path) != bytes(16)
+    assert result.stems and all(md5(p) == bytes(16) for p in result.stems.values())
