@@ -186,7 +186,8 @@ def main() -> None:
               + (f"; baseline {args.baseline}" if args.baseline else ""))  # fmt: skip
         print(table([stem], list(stem)))
     path = save("bench_render", {"repeats": args.repeats, "load_average": load, "processes": args.processes,
-                                 "speed": fast, "memory": mem, "stems": stem, "baseline": str(args.baseline or ""),
+                                 "speed": fast, "memory": mem, "stems": stem,
+                                 "baseline": str(args.baseline or ""),
                                  "target_ratio": TARGET_RATIO,
                                  "target_rss_mb": TARGET_RSS_MB})  # fmt: skip
     print(f"wrote {path}")
