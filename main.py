@@ -49,13 +49,21 @@ def _piper_voices() -> list:  # type: ignore[type-arg]
 
 
 def _synth(processes: int, cast: Cast | None = None):  # type: ignore[no-untyped-def]
-    """espeak-ng (on `processes` threads of this process, each with its own library instance),
-    and Kokoro or Piper where the cast names them; for the offline render."""
+    """espeak-ng (in this process or a pool), and Kokoro or Piper where the cast names them; for the
+    offline render, so the workers run at normal priority (no live stream to yield to).
+
+    NB: worker processes, not threads with private library copies: on a busy machine the
+    threads used less CPU but took longer (bench_render.py, same run)."""
     from engine.synthesis.espeak import EspeakSynthesizer
-    from engine.synthesis.espeak_threads import EspeakThreads
+    from engine.synthesis.pool import EspeakPool
     from engine.synthesis.router import Router
 
-    espeak = EspeakThreads(processes) if processes > 1 else EspeakSynthesizer()
+    espeak = EspeakPool(processes, niceness=0) if processes > 1 else EspeakSynthesizer()
+    if isinstance(espeak, EspeakPool):
+        from engine.core.types import Voice
+
+        for _ in range(processes):  # the workers start now, while the script is read and checked
+            espeak.submit("a", Voice())
     synths = {"espeak": espeak}
     if cast is not None and any(v.backend == "kokoro" for v in cast.voices.values()):
         from engine.synthesis.kokoro import make_kokoro
@@ -99,7 +107,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     from engine.mixer import Pacing
     from engine.render import StemOptions, render_script
 
-    synths = [_synth(args.processes)]
+    synths = [_synth(args.processes)]  # first: its workers start while the script loads
     try:
         script, cast, edits = _load(args)
         if any(v.backend == "kokoro" for v in cast.voices.values()):

@@ -62,13 +62,11 @@ def _lead(raw: NDArray[np.int16], sample_rate_hz: int) -> int:
     return 0
 
 
-def synthesize_text(
-    text: str, voice: Voice, sample_rate_hz: int = SAMPLE_RATE_HZ, lib: EspeakLib | None = None
-) -> Mono:
-    """Voice `text` in this process (serialised by the library lock; `lib`: a private
-    instance), the pronunciation lexicon applied (its IPA as espeak-ng phoneme mnemonics).
+def synthesize_text(text: str, voice: Voice, sample_rate_hz: int = SAMPLE_RATE_HZ) -> Mono:
+    """Voice `text` in this process (serialised by the library lock), the pronunciation
+    lexicon applied (its IPA as espeak-ng phoneme mnemonics).
     The lead is cut before resampling, which is then the only pass at the engine rate."""
-    lib = lib or EspeakLib.instance()
+    lib = EspeakLib.instance()
     said = for_espeak(prepare(text))
     raw = lib.synthesize(said, voice_name(voice), voice.rate_wpm, voice.pitch, voice.pitch_range)
     raw = raw[_lead(raw, lib.sample_rate_hz) :]

@@ -1,19 +1,13 @@
 """ctypes binding to libespeak-ng from the espeakng-loader wheel.
 
 NB: libespeak-ng keeps global state and is not thread-safe: two threads inside one
-library instance crash the process. Every call goes through `EspeakLib.lock`. Parallelism
-comes from a process pool (see `engine.synthesis.pool`, for the live show), or from private
-instances: each a copy of the library file loaded on its own, with its own globals
-(`EspeakLib.private()`, for the offline render's threads).
+library instance crash the process. Every call goes through `EspeakLib.lock`, and
+parallelism comes from a process pool (see `engine.synthesis.pool`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
-import os
-import shutil
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,14 +79,13 @@ class EspeakLib:
     _instance: EspeakLib | None = None
     _instance_lock = threading.Lock()
 
-    def __init__(self, library: str | None = None) -> None:
-        """The library at `library` (default: the installed one, shared by the process)."""
+    def __init__(self) -> None:
         try:
             import espeakng_loader
         except ImportError as exc:  # pragma: no cover - a hard dependency
             raise SynthesisError("espeakng-loader is not installed") from exc
         self.lock = threading.Lock()
-        self._lib = ctypes.CDLL(library or espeakng_loader.get_library_path())
+        self._lib = ctypes.CDLL(espeakng_loader.get_library_path())
         self._declare()
         data_dir = Path(espeakng_loader.get_data_path())
         rate = self._lib.espeak_Initialize(
@@ -112,26 +105,6 @@ class EspeakLib:
             if cls._instance is None:
                 cls._instance = cls()
             return cls._instance
-
-    @classmethod
-    def private(cls) -> EspeakLib:
-        """A new instance of its own, which may run beside every other: a copy of the library
-        file, loaded and then unlinked (the mapping stays; nothing is left on disk). Raises
-        `SynthesisError` where no copy can be loaded (no writable temporary folder, or one
-        mounted noexec)."""
-        import espeakng_loader
-
-        folder = tempfile.mkdtemp(prefix="troupe-espeak-")
-        try:
-            original = espeakng_loader.get_library_path()
-            copy = os.path.join(folder, os.path.basename(original))
-            shutil.copyfile(original, copy)
-            return cls(copy)
-        except OSError as exc:
-            raise SynthesisError(f"cannot load a private copy of libespeak-ng: {exc}") from exc
-        finally:
-            with contextlib.suppress(OSError):
-                shutil.rmtree(folder)
 
     def _declare(self) -> None:
         lib = self._lib
