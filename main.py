@@ -50,7 +50,10 @@ def _piper_voices() -> list:  # type: ignore[type-arg]
 
 def _synth(processes: int, cast: Cast | None = None):  # type: ignore[no-untyped-def]
     """espeak-ng (in this process or a pool), and Kokoro or Piper where the cast names them; for the
-    offline render, so the workers run at normal priority (no live stream to yield to)."""
+    offline render, so the workers run at normal priority (no live stream to yield to).
+
+    NB: worker processes, not threads with private library copies: on a busy machine the
+    threads used less CPU but took longer (bench_render.py, same run)."""
     from engine.synthesis.espeak import EspeakSynthesizer
     from engine.synthesis.pool import EspeakPool
     from engine.synthesis.router import Router

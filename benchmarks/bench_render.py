@@ -2,6 +2,7 @@
 the same dialogue text, and peak memory at 1 and 10 hours of script.
 
     python benchmarks/bench_render.py [--repeats 3] [--hours 1 10] [--processes 2]
+                                      [--stem-roles 49] [--stem-hours 1] [--baseline OTHER_CHECKOUT]
 
 The long scripts are the demo screenplay repeated (a real script, as a user would write it).
 Each run is a whole process under /usr/bin/time -v (wall time, peak RSS of the largest
@@ -45,6 +46,22 @@ def long_script(folder: Path, hours: float) -> tuple[Path, Path]:
     return path, text
 
 
+def many_roles(folder: Path, hours: float, roles: int) -> Path:
+    """The demo repeated to `hours`, each repeat's four roles renamed so that `roles` roles
+    take turns over the whole show (a feature screenplay's many small parts)."""
+    head, body = DEMO.read_text(encoding="utf-8").split("\n\n", 1)
+    names = ["IRIS", "OWEN", "CALLER", "NARRATOR"]
+    parts = []
+    for k in range(math.ceil(hours * 3600 / DEMO_S)):
+        part = body
+        for j, name in enumerate(names):
+            part = re.sub(rf"^{name}\b", f"VOICE {(4 * k + j) % roles + 1:02d}", part, flags=re.M)
+        parts.append(part)
+    path = folder / f"show_{hours:g}h_{roles}roles.fountain"
+    path.write_text(head + "\n\n" + "\n\n".join(parts), encoding="utf-8")
+    return path
+
+
 def timed(cmd: list[str], out_dir: Path) -> dict[str, float]:
     """Run `cmd` under /usr/bin/time -v: wall seconds, peak RSS (MB), bytes left in out_dir."""
     shutil.rmtree(out_dir, ignore_errors=True)
@@ -62,8 +79,8 @@ def timed(cmd: list[str], out_dir: Path) -> dict[str, float]:
             "audio_s": float(audio.group(1)) if audio else 0.0}  # fmt: skip
 
 
-def troupe(script: Path, out: Path, processes: int, fmt: str = "wav") -> list[str]:
-    return [sys.executable, str(ROOT / "main.py"), "render", str(script), "-o", str(out / f"mix.{fmt}"),
+def troupe(script: Path, out: Path, processes: int, fmt: str = "wav", root: Path = ROOT) -> list[str]:
+    return [sys.executable, str(root / "main.py"), "render", str(script), "-o", str(out / f"mix.{fmt}"),
             "--processes", str(processes)]  # fmt: skip
 
 
@@ -103,17 +120,55 @@ def memory(folder: Path, hours: float, processes: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def stems(folder: Path, hours: float, roles: int, processes: int, repeats: int,
+          baseline: Path | None) -> dict[str, Any]:  # fmt: skip
+    """A FLAC mix with FLAC stems (roles mode) of a many-role script; with `baseline` (another
+    checkout), its render of the same script alternates with this one's."""
+    script = many_roles(folder, hours, roles)
+    sides = {"troupe": ROOT} | ({"baseline": baseline} if baseline is not None else {})
+    runs: dict[str, list[dict[str, float]]] = {k: [] for k in sides}
+    for _ in range(repeats):
+        for side, root in sides.items():
+            cmd = [
+                *troupe(script, folder / "out", processes, "flac", root),
+                "--stems",
+                str(folder / "out" / "stems"),
+            ]
+            runs[side].append(timed(cmd, folder / "out"))
+    row: dict[str, Any] = {"hours": hours, "roles": roles, "audio_s": runs["troupe"][0]["audio_s"]}
+    for side, rs in runs.items():
+        row |= {f"{side}_wall_s": statistics.median(r["wall_s"] for r in rs),
+                f"{side}_cpu_s": statistics.median(r["cpu_s"] for r in rs),
+                f"{side}_rss_mb": max(r["rss_mb"] for r in rs),
+                f"{side}_disk_mb": rs[0]["disk_mb"]}  # fmt: skip
+    if baseline is not None:
+        ratios = [a["wall_s"] / b["wall_s"] for a, b in zip(runs["troupe"], runs["baseline"], strict=True)]
+        row |= {
+            "ratio_to_baseline": statistics.median(ratios),
+            "ratio_min": min(ratios),
+            "ratio_max": max(ratios),
+        }
+    return row
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--hours", type=float, nargs="+", default=[1, 10], help="script lengths for memory")
     ap.add_argument("--speed-hours", type=float, default=1, help="script length for the speed A/B")
     ap.add_argument("--processes", type=int, default=2)
+    ap.add_argument("--stem-roles", type=int, default=49, help="roles of the script rendered with stems")
+    ap.add_argument("--stem-hours", type=float, default=1, help="its length (0: no stems run)")
+    ap.add_argument(
+        "--baseline", type=Path, help="another checkout whose stems render alternates with this one"
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="troupe-bench-") as tmp:
         folder = Path(tmp)
         fast = speed(folder, args.speed_hours, args.repeats, args.processes)
         mem = [memory(folder, h, args.processes) for h in args.hours]
+        stem = stems(folder, args.stem_hours, args.stem_roles, args.processes, args.repeats, args.baseline) \
+            if args.stem_hours else None  # fmt: skip
     cols = ["hours", "lines", "audio_s", "troupe_wall_s", "espeak_wall_s", "ratio", "ratio_min", "ratio_max",
             "troupe_cpu_s", "espeak_cpu_s", "x_real_time", "troupe_rss_mb", "espeak_rss_mb", "troupe_disk_mb",
             "espeak_disk_mb"]  # fmt: skip
@@ -126,8 +181,14 @@ def main() -> None:
     print(f"\nmemory: peak RSS of the largest process; target flat, <= {TARGET_RSS_MB} MB")
     print(table(mem, ["hours", "audio_s", "wall_s_flac", "x_real_time_flac", "rss_mb_wav", "rss_mb_flac",
                       "disk_mb_wav", "disk_mb_flac"]))  # fmt: skip
+    if stem is not None:
+        print(f"\nstems: FLAC mix and FLAC stems of {args.stem_roles} roles, median of {args.repeats}"
+              + (f"; baseline {args.baseline}" if args.baseline else ""))  # fmt: skip
+        print(table([stem], list(stem)))
     path = save("bench_render", {"repeats": args.repeats, "load_average": load, "processes": args.processes,
-                                 "speed": fast, "memory": mem, "target_ratio": TARGET_RATIO,
+                                 "speed": fast, "memory": mem, "stems": stem,
+                                 "baseline": str(args.baseline or ""),
+                                 "target_ratio": TARGET_RATIO,
                                  "target_rss_mb": TARGET_RSS_MB})  # fmt: skip
     print(f"wrote {path}")
 

@@ -139,12 +139,14 @@ def limiter_gain(x: Block, ceiling: float) -> NDArray[np.float64]:
     return out
 
 
-def normalise(
+def normalised(
     read: Callable[[int, int], Block], n_frames: int, measured_lufs: float, target: LoudnessTarget,
     block_frames: int = 1 << 18,
-) -> Iterator[Block]:  # fmt: skip
+) -> Iterator[tuple[int, Block, Block]]:  # fmt: skip
     """The audio of `read(start, stop)` at the target loudness, peaks held under the ceiling,
-    in blocks; each block is computed with enough context that block edges do not show."""
+    in blocks: (first frame, the block, the gain each frame got: the level's gain times the
+    limiter's), so other audio (the stems) can take the same gain. Each block is computed
+    with enough context that block edges do not show."""
     gain = 10 ** ((target.lufs - measured_lufs) / 20) if math.isfinite(measured_lufs) else 1.0
     ceiling = 10 ** ((target.true_peak_db - 0.1) / 20)  # 0.1 dB to spare for the codec's rounding
     for start in range(0, n_frames, block_frames):
@@ -152,4 +154,17 @@ def normalise(
         lo, hi = max(0, start - CONTEXT), min(n_frames, stop + CONTEXT)
         x = read(lo, hi) * np.float32(gain)
         g = limiter_gain(x, ceiling)[start - lo : stop - lo]
-        yield (x[start - lo : stop - lo] * g[:, None]).astype(np.float32)
+        yield (
+            start,
+            (x[start - lo : stop - lo] * g[:, None]).astype(np.float32),
+            (g * gain).astype(np.float32),
+        )
+
+
+def normalise(
+    read: Callable[[int, int], Block], n_frames: int, measured_lufs: float, target: LoudnessTarget,
+    block_frames: int = 1 << 18,
+) -> Iterator[Block]:  # fmt: skip
+    """`normalised`, the blocks alone."""
+    for _, block, _ in normalised(read, n_frames, measured_lufs, target, block_frames):
+        yield block

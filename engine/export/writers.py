@@ -21,6 +21,7 @@ import numpy as np
 import soundfile as sf
 from numpy.typing import NDArray
 
+from engine.export import flac_sparse
 from engine.export.formats import (
     FORMATS,
     AudioFormat,
@@ -228,7 +229,10 @@ class FileWriter:
     """Any format to a file; `close` finishes it, `abort` leaves a partial file for the caller."""
 
     def __init__(self, path: Path, fmt: AudioFormat, channels: int, sample_rate_hz: int,
-                 sample_format: str = "s24", where: str | None = None) -> None:  # fmt: skip
+                 sample_format: str = "s24", where: str | None = None,
+                 sparse: bool = False) -> None:  # fmt: skip
+        """`sparse`: mostly digital silence (a stem), which FLAC then writes without encoding
+        it, where the system's libFLAC is installed."""
         require(fmt, str(where or path))
         self.where = str(where or path)
         self._file: IO[bytes] | None = None
@@ -242,7 +246,10 @@ class FileWriter:
         except OSError as exc:
             raise describe(exc, self.where) from exc
         try:
-            if fmt.encoder == "sndfile":
+            if sparse and fmt.name == "flac" and flac_sparse.available():
+                self._writer = flac_sparse.SparseFlacWriter(self._file, channels, sample_rate_hz,
+                                                            sample_format, self.where)  # fmt: skip
+            elif fmt.encoder == "sndfile":
                 self._writer = SndWriter(self._file, fmt, channels, sample_rate_hz, sample_format, self.where)
             elif fmt.encoder == "raw":
                 self._writer = _RawWriter(self._file, self.where)

@@ -3,7 +3,8 @@ premaster, so memory stays flat) and audiobook chapters and tags."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,18 +13,21 @@ import numpy as np
 import soundfile as sf
 
 from engine.core.types import SAMPLE_RATE_HZ, Script
-from engine.export import FORMATS
+from engine.export import FORMATS, AudioFormat
 from engine.render.outputs import OutputFiles, _Target, partial_path
 from engine.render.result import LineTiming, Progress
 
 if TYPE_CHECKING:
     from engine.export.loudness import LoudnessTarget
+    from engine.render.clipgain import ClipGains
 
 
 @dataclass(frozen=True)
 class Normalised:
     measured_lufs: float
     gain_db: float
+    stems: dict[str, Path]
+    """Role -> the normalised stem."""
 
 
 def premaster_path(out: Path) -> Path:
@@ -31,32 +35,48 @@ def premaster_path(out: Path) -> Path:
 
 
 def normalise_into(out: Path, premaster: _Target, files: OutputFiles, measured_lufs: float,
-                   target: LoudnessTarget, sample_format: str,
-                   progress: Progress | None) -> Normalised:  # fmt: skip
-    """Read the premaster, bring it to `target`, write `out`; the premaster is removed once
-    the final file is written."""
-    from engine.export.loudness import normalise
+                   target: LoudnessTarget, sample_format: str, progress: Progress | None,
+                   stems: Mapping[str, tuple[_Target, Path]] = {},
+                   stem_format: AudioFormat = FORMATS["flac"], stem_sample_format: str = "s24",
+                   clips: ClipGains | None = None) -> Normalised:  # fmt: skip
+    """Read the premaster, bring it to `target`, write `out`; each stem's premaster (role ->
+    premaster, final path) takes the very gain the mix took, frame by frame, so the stems
+    still add up to the mix; so does each clip (`clips`) over its span. The premasters are
+    removed once the final files are written."""
+    from engine.export.loudness import normalised
 
-    src = partial_path(premaster.path)
     final = files.open(out, 2, SAMPLE_RATE_HZ, sample_format)
-    with sf.SoundFile(src) as f:
+    finals = {r: files.open(path, t.channels, SAMPLE_RATE_HZ, stem_sample_format, stem_format, sparse=True)
+              for r, (t, path) in stems.items()}  # fmt: skip
+    with contextlib.ExitStack() as stack:
+        f = stack.enter_context(sf.SoundFile(partial_path(premaster.path)))
+        sources = {r: stack.enter_context(sf.SoundFile(partial_path(t.path))) for r, (t, _) in stems.items()}
+        if clips is not None:
+            stack.callback(clips.abort)  # NB: nothing left open after a clean finish
         n = f.frames
 
         def read(a: int, b: int) -> np.ndarray:
             f.seek(a)
             return np.asarray(f.read(b - a, dtype="float32", always_2d=True))
 
-        done = 0
-        for block in normalise(read, n, measured_lufs, target):
+        for start, block, gain in normalised(read, n, measured_lufs, target):
             final.writer.write(block)
-            done += len(block)
+            for r, src in sources.items():  # NB: read in order, block after block
+                finals[r].writer.write(src.read(len(block), dtype="float32", always_2d=True) * gain[:, None])
+            if clips is not None:
+                clips.feed(start, gain)
             if progress:
+                done = start + len(block)
                 progress(0.9 + 0.09 * done / max(1, n), f"normalising loudness to {target.lufs:g} LUFS")
-    final.writer.close()
-    final.done = True
-    files.targets.remove(premaster)
-    src.unlink()
-    return Normalised(measured_lufs, target.lufs - measured_lufs)
+        if clips is not None:
+            clips.close()
+    for t in (final, *finals.values()):
+        t.writer.close()
+        t.done = True
+    for t in (premaster, *(t for t, _ in stems.values())):
+        files.targets.remove(t)
+        partial_path(t.path).unlink()
+    return Normalised(measured_lufs, target.lufs - measured_lufs, {r: t.path for r, t in finals.items()})
 
 
 def scene_chapters(script: Script, lines: Sequence[LineTiming]) -> list[tuple[float, str]]:

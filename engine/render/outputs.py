@@ -42,11 +42,15 @@ class OutputFiles:
     targets: list[_Target] = field(default_factory=list)
     extra: list[Path] = field(default_factory=list)
     """Partial files written outside a writer (clips), removed on discard."""
+    scratch: list[Path] = field(default_factory=list)
+    """Partial files the render reads back and removes itself (clips' premasters); never kept."""
 
     def open(self, path: Path, channels: int, sample_rate_hz: int, sample_format: str,
-             fmt: AudioFormat | None = None) -> _Target:  # fmt: skip
+             fmt: AudioFormat | None = None, sparse: bool = False) -> _Target:  # fmt: skip
         fmt = fmt or format_for_path(str(path))
-        writer = FileWriter(partial_path(path), fmt, channels, sample_rate_hz, sample_format, str(path))
+        writer = FileWriter(
+            partial_path(path), fmt, channels, sample_rate_hz, sample_format, str(path), sparse
+        )
         target = _Target(path, writer, channels)
         self.targets.append(target)
         return target
@@ -74,7 +78,7 @@ class OutputFiles:
                 with contextlib.suppress(ExportError, OSError):
                     t.writer.abort()
                 t.done = True
-        for p in [t.path for t in self.targets] + self.extra:
+        for p in [t.path for t in self.targets] + self.extra + self.scratch:
             partial = partial_path(p)
             with contextlib.suppress(FileNotFoundError):
                 partial.unlink()

@@ -23,7 +23,7 @@ from engine.mixer import Clip, MixControls, Pacing
 from engine.render import finishing, sizing
 from engine.render.layout import StreamLayout
 from engine.render.mixdown import StreamMixer
-from engine.render.outputs import BlockWriter, Encoder, OutputFiles, partial_path, stem_format
+from engine.render.outputs import BlockWriter, Encoder, OutputFiles, _Target, partial_path, stem_format
 from engine.render.result import (
     STEM_MODES,
     LineTiming,
@@ -88,10 +88,18 @@ def _check(job: _Job, pacing: Pacing, free: sizing.DiskFree) -> None:
         if job.stems.mode == "clips":
             n = sizing.audio_bytes(sfmt, 1, job.stems.sample_format, voiced_total, voiced_total)
             needs.append((job.stems_dir, n, f"{len(job.script.cues)} clips"))
+            if job.loudness is not None:
+                n = sizing.audio_bytes(FORMATS["flac"], 1, "s24", voiced_total, voiced_total)
+                needs.append((job.stems_dir, n, "clip premasters for loudness"))
         else:
             n = sum(sizing.audio_bytes(sfmt, ch, job.stems.sample_format, est.voiced_s.get(r, 0.0),
                                        est.duration_s) for r, ch in job.stem_channels.items())  # fmt: skip
             needs.append((job.stems_dir, n, f"{len(job.stem_channels)} stems"))
+            if job.loudness is not None:
+                flac = FORMATS["flac"]
+                n = sum(sizing.audio_bytes(flac, ch, "s24", est.voiced_s.get(r, 0.0), est.duration_s)
+                        for r, ch in job.stem_channels.items())  # fmt: skip
+                needs.append((job.stems_dir, n, "stem premasters for loudness"))
     sizing.check_space(needs, free)
 
 
@@ -173,13 +181,23 @@ class _Stream:
             )
         else:
             self.mix = files.open(job.out, 2, SAMPLE_RATE_HZ, job.sample_format)
-        self.stems = {r: files.open(job.stem_path(r), ch, SAMPLE_RATE_HZ, job.stems.sample_format,
-                                    stem_format(job.stems.format))
-                      for r, ch in job.stem_channels.items()} if role_stems else {}  # fmt: skip
+        self.stems = {r: self._open_stem(r, ch) for r, ch in job.stem_channels.items()} if role_stems else {}
         self.encoder = Encoder()
         self.blocks = BlockWriter(self.mix, self.stems, self.meter)
         self.layout = StreamLayout(script.cues, pacing)
         self.lines: list[LineTiming] = []
+        self.clip_spans: list[tuple[int, Path]] = []
+
+    def _open_stem(self, role: str, channels: int) -> _Target:
+        """The role's stem; with loudness, its lossless premaster (it takes the mix's gain after)."""
+        path, fmt, sample_format = (
+            self.job.stem_path(role),
+            stem_format(self.job.stems.format),
+            self.job.stems.sample_format,
+        )
+        if self.meter is not None:
+            path, fmt, sample_format = finishing.premaster_path(path), FORMATS["flac"], "s24"
+        return self.files.open(path, channels, SAMPLE_RATE_HZ, sample_format, fmt, sparse=True)
 
     def take(self, cue: Cue, audio: Mono | None, error: str | None, fallback: str | None) -> None:
         duration_s = 0.0 if audio is None else len(audio) / SAMPLE_RATE_HZ
@@ -189,6 +207,7 @@ class _Stream:
             self.mixer.add(clip)
             if self.job.stems_dir is not None and self.job.stems.mode == "clips":
                 self.encoder.put(lambda: _write_clip(self.job, self.files, clip))
+                self.clip_spans.append((clip.start_frame, self.job.clip_path(clip.cue_index, clip.role)))
         self.lines.append(LineTiming(cue.index, cue.role, cue.text, start_s, duration_s, error, fallback,
                                      cue.scene))  # fmt: skip
         frontier = self.layout.frontier_s()
@@ -246,12 +265,24 @@ def _finish(job: _Job, files: OutputFiles, stream: _Stream, result: RenderResult
             progress: Progress | None) -> None:  # fmt: skip
     """Loudness, audiobook chapters and tags, then the files into place and the side files."""
     if stream.meter is not None and job.loudness is not None:
-        done = finishing.normalise_into(job.out, stream.mix, files, stream.meter.integrated_lufs(),
-                                        job.loudness, job.sample_format, progress)  # fmt: skip
+        stems = {r: (t, job.stem_path(r)) for r, t in stream.stems.items()}
+        clips = None
+        if job.stems_dir is not None and job.stems.mode == "clips":
+            from engine.render.clipgain import ClipGains
+
+            clips = ClipGains(
+                files, stem_format(job.stems.format), job.stems.sample_format, stream.clip_spans
+            )
+        lufs = stream.meter.integrated_lufs()
+        done = finishing.normalise_into(job.out, stream.mix, files, lufs, job.loudness, job.sample_format,
+                                        progress, stems, stem_format(job.stems.format),
+                                        job.stems.sample_format, clips)  # fmt: skip
         result.loudness_measured_lufs, result.loudness_gain_db = done.measured_lufs, done.gain_db
+        result.stems = done.stems
+    else:
+        result.stems = {r: t.path for r, t in stream.stems.items()}
     if finishing.is_audiobook(job.out):
         finishing.finish_audiobook(job.out, job.script, result.lines, result.duration_s)
-    result.stems = {r: t.path for r, t in stream.stems.items()}
     if job.stems_dir is not None and job.stems.mode == "clips":
         result.stems = {p.stem: p for p in files.extra}
     result.bytes_written = files.commit()
@@ -265,9 +296,13 @@ def _write_clip(job: _Job, files: OutputFiles, clip: Clip) -> None:
     from engine.export import FileWriter
 
     path = job.clip_path(clip.cue_index, clip.role)
-    files.extra.append(path)
-    w = FileWriter(partial_path(path), stem_format(job.stems.format), 1, SAMPLE_RATE_HZ,
-                   job.stems.sample_format, str(path))  # fmt: skip
+    fmt, sample_format = stem_format(job.stems.format), job.stems.sample_format
+    if job.loudness is not None:  # a lossless premaster: the clip takes the mix's gain after
+        path, fmt, sample_format = finishing.premaster_path(path), FORMATS["flac"], "s24"
+        files.scratch.append(path)
+    else:
+        files.extra.append(path)
+    w = FileWriter(partial_path(path), fmt, 1, SAMPLE_RATE_HZ, sample_format, str(path))
     try:
         w.write(clip.audio.reshape(-1, 1).astype(np.float32, copy=False))
         w.close()

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 import soxr
+from numpy.typing import NDArray
 
 from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ, Voice
@@ -49,25 +50,30 @@ def voice_name(voice: Voice) -> str:
     return voice.voice_id
 
 
-def _trim_lead(audio: Mono, sample_rate_hz: int) -> Mono:
-    # espeak starts every utterance with ~20-60 ms of silence; cut it so cues start on time.
-    loud = np.flatnonzero(np.abs(audio) > _SILENCE)
-    if loud.size == 0:
-        return audio
-    start = max(0, int(loud[0]) - sample_rate_hz * _LEAD_MS // 1000)
-    return audio[start:]
+def _lead(raw: NDArray[np.int16], sample_rate_hz: int) -> int:
+    """Where to start: espeak starts every utterance with ~20-60 ms of silence, cut so cues
+    start on time (up to `_LEAD_MS` before the first sound). Looks at the opening first."""
+    threshold = int(_SILENCE * 32768)
+    for end in (sample_rate_hz // 4, raw.size):
+        head = raw[:end]
+        loud = np.flatnonzero((head > threshold) | (head < -threshold))
+        if loud.size:
+            return max(0, int(loud[0]) - sample_rate_hz * _LEAD_MS // 1000)
+    return 0
 
 
 def synthesize_text(text: str, voice: Voice, sample_rate_hz: int = SAMPLE_RATE_HZ) -> Mono:
     """Voice `text` in this process (serialised by the library lock), the pronunciation
-    lexicon applied (its IPA as espeak-ng phoneme mnemonics)."""
+    lexicon applied (its IPA as espeak-ng phoneme mnemonics).
+    The lead is cut before resampling, which is then the only pass at the engine rate."""
     lib = EspeakLib.instance()
     said = for_espeak(prepare(text))
     raw = lib.synthesize(said, voice_name(voice), voice.rate_wpm, voice.pitch, voice.pitch_range)
-    audio = raw.astype(np.float32) / 32768.0
+    raw = raw[_lead(raw, lib.sample_rate_hz) :]
+    audio = np.multiply(raw, np.float32(1 / 32768), dtype=np.float32)
     if lib.sample_rate_hz != sample_rate_hz and audio.size:
         audio = soxr.resample(audio, lib.sample_rate_hz, sample_rate_hz, quality="HQ")
-    return _trim_lead(np.ascontiguousarray(audio, dtype=np.float32), sample_rate_hz)
+    return np.ascontiguousarray(audio, dtype=np.float32)
 
 
 @functools.cache

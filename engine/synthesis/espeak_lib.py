@@ -25,6 +25,9 @@ _PHONEME_INPUT = 0x100
 _POS_CHARACTER = 1
 _PARAM_RATE, _PARAM_VOLUME, _PARAM_PITCH, _PARAM_RANGE = 1, 2, 3, 4
 _PHONEMES_IPA = 0x02
+_BUFFER_MS = 1000
+"""Audio handed to the callback a second at a time (the library's default, 60 ms, costs a
+Python call and a copy per 60 ms: a tenth of the synthesis time)."""
 
 
 class _Voice(ctypes.Structure):
@@ -85,11 +88,13 @@ class EspeakLib:
         self._lib = ctypes.CDLL(espeakng_loader.get_library_path())
         self._declare()
         data_dir = Path(espeakng_loader.get_data_path())
-        rate = self._lib.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, 0, str(data_dir.parent).encode(), 0)
+        rate = self._lib.espeak_Initialize(
+            _AUDIO_OUTPUT_SYNCHRONOUS, _BUFFER_MS, str(data_dir.parent).encode(), 0
+        )
         if rate <= 0:
             raise SynthesisError(f"espeak-ng failed to initialise with data at {data_dir}")
         self.sample_rate_hz: int = rate
-        self._chunks: list[NDArray[np.int16]] = []
+        self._chunks: list[bytes] = []
         # Keep a reference: ctypes does not, and a collected callback crashes the library.
         self._callback = _SynthCallback(self._on_audio)
         self._lib.espeak_SetSynthCallback(self._callback)
@@ -125,7 +130,7 @@ class EspeakLib:
 
     def _on_audio(self, wav: ctypes._Pointer, n_samples: int, _events: int) -> int:  # type: ignore[type-arg]
         if n_samples > 0 and wav:
-            self._chunks.append(np.ctypeslib.as_array(wav, shape=(n_samples,)).copy())
+            self._chunks.append(ctypes.string_at(wav, 2 * n_samples))
         return 0  # 0 = continue synthesis
 
     def list_voices(self, variants: bool = False) -> list[EspeakVoiceInfo]:
@@ -156,7 +161,7 @@ class EspeakLib:
     def synthesize(
         self, text: str, voice: str, rate_wpm: int, pitch: int, pitch_range: int
     ) -> NDArray[np.int16]:
-        """Synthesize `text` at the library's native rate (int16 mono)."""
+        """Synthesize `text` at the library's native rate (int16 mono, read-only)."""
         encoded = text.encode("utf-8") + b"\x00"
         flags = _CHARS_UTF8 | _ENDPAUSE | (_PHONEME_INPUT if "[[" in text else 0)
         with self.lock:
@@ -176,9 +181,7 @@ class EspeakLib:
                 raise SynthesisError(f"espeak-ng synthesis failed (error {err}) for {text[:40]!r}")
             self._lib.espeak_Synchronize()
             chunks, self._chunks = self._chunks, []
-        if not chunks:
-            return np.zeros(0, dtype=np.int16)
-        return np.concatenate(chunks)
+        return np.frombuffer(b"".join(chunks), np.int16)
 
     def phonemes(self, text: str, voice: str = "en-us") -> str:
         """IPA phonemes of `text` as espeak-ng pronounces it with `voice`."""

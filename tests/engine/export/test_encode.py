@@ -80,6 +80,16 @@ def test_sample_conversion_clips_and_rounds(samples: list[float], sample_format:
     np.testing.assert_allclose(as_int, expected, atol=1)
 
 
+@pytest.mark.parametrize("frames", [0, 1, 3, 65_536, 100_003])
+def test_24_bit_packing_matches_sample_by_sample(frames: int) -> None:
+    """Long blocks, odd lengths: every sample is its own top three bytes, in order."""
+    block = np.random.default_rng(frames).uniform(-1.2, 1.2, (frames, 2)).astype(np.float32)
+    raw = pcm_bytes(block, "s24")
+    wide = np.clip(block.astype(np.float64).reshape(-1) * 2**31, -(2**31), 2**31 - 256).astype(np.int64)
+    expected = b"".join(int(v >> 8).to_bytes(3, "little", signed=True) for v in wide)
+    assert raw == expected
+
+
 @pytest.mark.parametrize("fmt", ["wav", "flac", "mp3"])
 def test_disk_full_names_the_file(fmt: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """/dev/full fails every write with ENOSPC, as a full disk does."""
