@@ -8,7 +8,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from app.cue_model import ADLIB_COLOUR, STATE_COLOURS
+from app.cue_model import ADLIB_COLOUR, STATE_COLOURS, shown_state
 from engine.service import CueView
 
 BAR_HEIGHT = 0.7
@@ -129,7 +129,7 @@ class TimelineWidget(QWidget):
 def _state(c: CueView) -> str:
     if c.kind == "adlib":
         return "adlib"
-    state = "fallback" if c.fallback and c.state in ("ready", "playing") else c.state
+    state = shown_state(c)
     return state if state in STATE_COLOURS else "pending"
 
 
