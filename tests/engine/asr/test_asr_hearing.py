@@ -104,6 +104,17 @@ def test_silence_is_heard_as_nothing() -> None:
     assert all(0.0 <= w.start_s <= w.end_s <= 1.0 for w in check.words)
 
 
+def test_another_model_folder_is_used_when_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.asr.transcriber import model_folder
+
+    packaged = model_folder()
+    monkeypatch.setenv("TROUPE_ASR_MODEL", str(packaged))
+    asr = Transcriber()
+    assert asr.folder == packaged
+    heard = asr.transcribe(_espeak(ESPEAK_SENTENCE), SAMPLE_RATE_HZ)
+    assert "kitchen table" in heard.text.lower()
+
+
 def test_a_model_folder_that_is_not_one_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TROUPE_ASR_MODEL", str(tmp_path))
     with pytest.raises(AsrUnavailable, match="not a faster-whisper model folder"):

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.cast import Cast
 from engine.core.types import SAMPLE_RATE_HZ, Cue, Voice
@@ -98,3 +100,24 @@ def test_tight_srt_renders_inside_its_slots(tmp_path: Path) -> None:
     assert slots_report["misfit_before"]["n_past_end"] == 3
     assert slots_report["misfit_after"]["max_ms"] <= 400 + 1
     assert (tmp_path / "mix.report.json").is_file()
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.floats(0.4, 2.0), st.floats(0.1, 3.0), st.floats(0.0, 0.6))
+def test_any_slot_gets_a_whole_line_and_an_honest_report(
+    natural_s: float, slot_s: float, overrun_s: float
+) -> None:
+    opts = FitOptions()
+    slot = Slot(1.0, 1.0 + slot_s, overrun_s)
+    audio, fit = fit_line(_tone(natural_s), slot, lambda r: _tone(natural_s / r), SAMPLE_RATE_HZ, opts)
+    got_s = len(audio) / SAMPLE_RATE_HZ
+    assert (
+        got_s >= natural_s / (opts.max_rate * opts.max_stretch) * 0.98
+    )  # never shorter than the bounds allow
+    assert 1.0 <= fit.rate <= opts.max_rate and 1.0 <= fit.stretch <= opts.max_stretch
+    assert fit.after_s == pytest.approx(got_s - slot_s, abs=1e-6)
+    limit = {"fits": 0.0, "rate": 0.0, "stretch": 1e-3, "overrun": overrun_s}.get(fit.strategy)
+    if limit is None:
+        assert fit.strategy == "over" and fit.after_s > overrun_s
+    else:
+        assert fit.after_s <= limit + 1e-9
