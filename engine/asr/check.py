@@ -16,6 +16,7 @@ from engine.asr.transcriber import Transcriber, Word
 from engine.asr.wer import word_errors
 
 DEFAULT_THRESHOLD = 0.3
+SHORT_LINE_WORDS = 3
 THRESHOLDS = {"espeak": 0.6}
 """Backend -> the WER above which a line is marked "check". The packaged tiny.en model mishears
 espeak-ng's formant voice far more than a neural voice (benchmarks/bench_asr.py measures both),
@@ -37,9 +38,15 @@ class LineCheck:
     threshold: float
     deletions: int = 0
     """Script words not heard at all."""
+    n_words: int = SHORT_LINE_WORDS
+    """Words in the script line (normalised)."""
 
     @property
     def flagged(self) -> bool:
+        """Over the threshold; a line of one or two words only when a word was not heard at
+        all (a short exclamation is easily misheard: 'Halt!' as 'Oh.')."""
+        if self.n_words < SHORT_LINE_WORDS:
+            return self.wer > self.threshold and self.deletions > 0
         return self.wer > self.threshold
 
 
@@ -48,7 +55,7 @@ def check_line(transcriber: Transcriber, audio: NDArray[np.float32], sample_rate
     heard = transcriber.transcribe(audio, sample_rate_hz)
     errors = word_errors(normalise(text), [t for w in heard.words for t in normalise(w.text)])
     words = word_times(text, heard.words, heard.duration_s)
-    return LineCheck(errors.wer, heard.text, words, threshold, errors.deletions)
+    return LineCheck(errors.wer, heard.text, words, threshold, errors.deletions, errors.n_reference)
 
 
 LineChecker = Callable[[NDArray[np.float32], str, str], LineCheck]

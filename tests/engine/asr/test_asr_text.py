@@ -73,3 +73,11 @@ def test_alignment_covers_both_sides_in_order(ref: list[str], hyp: list[str]) ->
 def test_normalise_takes_any_text(text: str) -> None:
     for w in normalise(text):
         assert w and w == w.lower() and not any(ch in w for ch in ' .,!?;:"')
+
+
+def test_a_short_line_is_marked_only_when_a_word_went_unheard() -> None:
+    from engine.asr import LineCheck
+
+    assert not LineCheck(1.0, "Oh.", (), 0.3, deletions=0, n_words=1).flagged  # 'Halt!' misheard
+    assert LineCheck(1.0, "", (), 0.3, deletions=1, n_words=1).flagged  # nothing heard
+    assert LineCheck(0.5, "a b", (), 0.3, deletions=0, n_words=4).flagged
