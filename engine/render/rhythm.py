@@ -31,6 +31,11 @@ class LoopSettings:
     max_rate: float = 1.5
     feedback: bool = True
     """False: one rate from the first guess for the whole line, no correction (the baseline)."""
+    retry_s: float | None = None
+    """A chunk whose spoken length misses its target by more than this is voiced again at the
+    rate its take shows it needs (up to `retries` times; more voicing for those chunks);
+    None: never."""
+    retries: int = 1
     max_hold_s: float = 0.0
     """A chunk that ends early waits up to this long before the next starts (a pause absorbs
     the lead; lateness is left to the rate). 0: chunks play back to back."""
@@ -99,14 +104,22 @@ def stream_to_slot(chunks: Sequence[str], slot_s: float, voice: Voice, measure: 
     fixed = model.rate_for(sum(len(c) for c in chunks), slot_s, settings.min_rate, settings.max_rate)
     spoken, prev_end = 0.0, 0.0
     for text, end in zip(chunks, ends, strict=True):
-        fix = correction_s(spoken - prev_end, settings) if settings.feedback else 0.0
-        if settings.feedback:
-            rate = model.rate_for(len(text), end - prev_end - fix, settings.min_rate, settings.max_rate)
-        else:
-            rate = fixed
         hold = min(settings.max_hold_s, max(0.0, prev_end - spoken)) if settings.feedback else 0.0
+        fix = correction_s(spoken + hold - prev_end, settings) if settings.feedback else 0.0
+        target = end - prev_end - fix
+        rate = (
+            model.rate_for(len(text), target, settings.min_rate, settings.max_rate)
+            if settings.feedback
+            else fixed
+        )
         audio = voice(text, rate)
         took = measure(audio)
+        for _ in range(settings.retries if settings.feedback and settings.retry_s is not None else 0):
+            if abs(took - target) <= (settings.retry_s or 0.0):
+                break
+            rate = min(settings.max_rate, max(settings.min_rate, rate * took / max(1e-3, target)))
+            audio = voice(text, rate)
+            took = measure(audio)
         if settings.feedback:
             model.update(len(text), rate, took)
         spoken += hold + took
