@@ -70,3 +70,30 @@ def test_correction_is_damped_and_clamped() -> None:
 
 def test_plan_shares_the_slot_by_length() -> None:
     assert plan_ends(["ab", "abcd", "ab"], 4.0) == [1.0, 3.0, 4.0]
+
+
+def _uneven_voice():  # type: ignore[no-untyped-def]
+    """Each chunk speaks at its own speed (±20%, the same for every take of that chunk)."""
+    speeds = dict(zip(CHUNKS, np.random.default_rng(3).uniform(0.8, 1.2, len(CHUNKS)), strict=True))
+
+    def voice(text: str, rate: float) -> np.ndarray:
+        return np.zeros(round(len(text) * PRIOR_S_PER_CHAR * speeds[text] / rate * RATE_HZ), np.float32)
+
+    return voice
+
+
+def test_a_retake_at_the_measured_rate_takes_out_what_the_speed_estimate_cannot() -> None:
+    slot_s = sum(len(c) for c in CHUNKS) * PRIOR_S_PER_CHAR
+    taken = []
+
+    def voice(text: str, rate: float) -> np.ndarray:
+        taken.append(text)
+        return uneven(text, rate)
+
+    uneven = _uneven_voice()
+    plain = [abs(t.drift_s) for _, t in stream_to_slot(CHUNKS, slot_s, voice, _measure, LoopSettings())]
+    n_plain = len(taken)
+    settings = LoopSettings(retry_s=0.02, retries=2)
+    retried = [abs(t.drift_s) for _, t in stream_to_slot(CHUNKS, slot_s, voice, _measure, settings)]
+    assert np.median(retried) < 0.5 * np.median(plain) and max(retried) < 0.1
+    assert n_plain == len(CHUNKS) < len(taken) - n_plain <= 3 * len(CHUNKS)  # retakes, bounded
