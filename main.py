@@ -515,6 +515,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from engine.core.errors import TroupeError
+    from engine.core.memory import keep_large_blocks_mapped
+
+    keep_large_blocks_mapped()  # freed audio goes back to the system (a show, a render, a server)
 
     try:
         if args.command is None:

@@ -24,6 +24,7 @@ import time
 import httpx
 import numpy as np
 from _common import ROOT, save, table
+from _http_load import load
 
 ROLES = {"LEAD": 10.0, "RIVAL": 4.0, "MENTOR": 3.0, "FRIEND": 3.0, "GUARD": 1.5, "CLERK": 1.0,
          "VOICE": 1.0, "NARRATOR": 0.5}  # fmt: skip
@@ -44,36 +45,27 @@ def _rss_kib(pid: int) -> int:
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
 
 
-async def _load(url: str, jobs: list[tuple[str, str]], concurrency: int) -> tuple[list[Answer], float]:
-    sem = asyncio.Semaphore(concurrency)
-    answers: list[Answer] = []
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(base_url=url, timeout=300, limits=limits) as client:
-
-        async def one(role: str, text: str) -> None:
-            async with sem:
-                t0 = time.perf_counter()
-                try:
-                    r = await client.get("/tts", params={"role": role, "text": text, "format": "pcm"})
-                    status = r.status_code if r.status_code != 200 or r.content else 0
-                except httpx.HTTPError:
-                    status = 0
-                answers.append((role, (time.perf_counter() - t0) * 1000, status))
-
-        t0 = time.perf_counter()
-        await asyncio.gather(*(one(role, text) for role, text in jobs))
-        wall = time.perf_counter() - t0
-    return answers, wall
-
-
-Answer = tuple[str, float, int]
-
-
-def _jobs(scenario: str, n: int, seed: int) -> list[tuple[str, str]]:
+def _jobs(scenario: str, n: int, seed: int) -> list[tuple[str, str, dict[str, str]]]:
     rng = random.Random(seed)
-    if scenario == "ab":
-        return [("LEAD", AB_TEXT)] * n
-    return [(rng.choices(list(ROLES), SHARES)[0], rng.choice(LINES)) for _ in range(n)]
+    pairs = ([("LEAD", AB_TEXT)] * n if scenario == "ab" else
+             [(rng.choices(list(ROLES), SHARES)[0], rng.choice(LINES)) for _ in range(n)])  # fmt: skip
+    return [(role, "/tts", {"role": role, "text": text, "format": "pcm"}) for role, text in pairs]
+
+
+def _wait_ready(url: str, proc: subprocess.Popen[bytes]) -> None:
+    """Until the server answers and its voice models are warm (a model loading in the
+    background takes a core from whatever is measured meanwhile)."""
+    deadline = time.monotonic() + 240
+    while True:
+        try:
+            r = httpx.get(f"{url}/readyz", timeout=1)
+            if r.status_code == 200 and not r.json().get("models_loading"):
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline or proc.poll() is not None:
+            raise SystemExit(f"the server on {url} did not get ready")
+        time.sleep(0.2)
 
 
 def run(scenario: str, policy: str, n: int, concurrency: int, processes: int, seed: int) -> dict[str, object]:
@@ -83,33 +75,25 @@ def run(scenario: str, policy: str, n: int, concurrency: int, processes: int, se
                             cwd=ROOT)  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise SystemExit(f"the server on {url} did not start") from None
-                time.sleep(0.1)
+        _wait_ready(url, proc)
         for role, weight in ROLES.items():
             httpx.put(f"{url}/v1/roles/{role}", json={"weight": weight}).raise_for_status()
-        asyncio.run(_load(url, _jobs(scenario, 200, seed + 1000), concurrency))  # warm-up, not counted
+        asyncio.run(load(url, _jobs(scenario, 200, seed + 1000), concurrency))  # warm-up, not counted
         rss_before = _rss_kib(proc.pid)
-        answers, wall = asyncio.run(_load(url, _jobs(scenario, n, seed), concurrency))
+        answers, wall = asyncio.run(load(url, _jobs(scenario, n, seed), concurrency))
         time.sleep(1.0)  # let the engine drain what it still holds
         rss_after = _rss_kib(proc.pid)
     finally:
         proc.terminate()
         proc.wait(20)
-    every = np.array([ms for _, ms, _ in answers])
-    served = np.array([ms for _, ms, st in answers if st == 200])
-    lead = np.array([ms for role, ms, st in answers if role == "LEAD" and st == 200])
+    every = np.array([a.ms for a in answers])
+    served = np.array([a.ms for a in answers if a.status == 200])
+    lead = np.array([a.ms for a in answers if a.tag == "LEAD" and a.status == 200])
     pct = lambda a, q: float(np.percentile(a, q)) if len(a) else float("nan")  # noqa: E731
     return {
         "scenario": scenario, "policy": policy, "requests": n, "served": len(served),
-        "refused": sum(st == 503 for _, _, st in answers),
-        "errors": sum(st not in (200, 503) for _, _, st in answers),
+        "refused": sum(a.status == 503 for a in answers),
+        "errors": sum(a.status not in (200, 503) for a in answers),
         "served_rps": len(served) / wall, "mean_ms": float(every.mean()), "p50_ms": pct(every, 50),
         "p95_ms": pct(every, 95), "p99_ms": pct(every, 99), "max_ms": float(every.max()),
         "served_p95_ms": pct(served, 95), "lead_p95_ms": pct(lead, 95),

@@ -81,7 +81,14 @@ def unavailable_reason(fmt: AudioFormat) -> str | None:
 
 def available_formats() -> list[str]:
     """The format names this install can write (a speech server's `response_format` list)."""
-    return [name for name, f in FORMATS.items() if unavailable_reason(f) is None]
+    return list(_available())
+
+
+@functools.cache
+def _available() -> tuple[str, ...]:
+    # NB: cached: asking libsndfile for its subtypes costs ~1 ms, and the speech server checks
+    # every request's format (it was two thirds of a request's own CPU under load)
+    return tuple(name for name, f in FORMATS.items() if unavailable_reason(f) is None)
 
 
 def format_for_path(path: str) -> AudioFormat:

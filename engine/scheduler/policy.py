@@ -38,6 +38,10 @@ class PolicyConfig:
     """Priority gained per second of waiting."""
     continuity_max_run: int = 4
     """At most this many picks in a row by continuity, so a chatty role cannot starve others."""
+    overload_reserve: float = 0.1
+    """Under overload, lower weights are deferred until every kept deadline has this share of
+    its remaining time spare: room for the weights to pick (a lead's line goes first instead
+    of waiting until its own deadline is the most urgent)."""
 
 
 class Policy(Protocol):

@@ -75,7 +75,7 @@ class RoleAwarePolicy:
         self._oldest: dict[str, deque[_Slot]] = {}
         self._expiry: list[_Entry] = []
         self._costs = CostIndex()
-        """Queued backend time by effective weight (ad-libs at +inf) and deadline."""
+        """Queued spoken seconds by effective weight (ad-libs at +inf) and deadline."""
         self._slack, self._slack_at, self._work = float("inf"), -float("inf"), 0.0
 
     def _weight(self, r: Request) -> float:
@@ -102,8 +102,11 @@ class RoleAwarePolicy:
             self._slack = min(self._slack - cost, own)
             self._work += cost
         slot = self._e.issue(r)
-        slot.weight, slot.cost = self._weight(r), cost
-        self._costs.add(slot.weight, r.deadline_s, cost)
+        # NB: the index holds spoken seconds, not backend seconds: the backend's speed is
+        # applied when admission asks, so a queue built on a first guess (or before the
+        # machine got busy) is never counted at that stale speed
+        slot.weight, slot.cost = self._weight(r), r.est_audio_s
+        self._costs.add(slot.weight, r.deadline_s, slot.cost)
         if r.klass is RequestClass.ADLIB:
             self._adlib.append(slot)
         bisect.insort(self._edf, (r.deadline_s, slot.seq, slot))  # NB: seq is unique: slots never compared
@@ -120,8 +123,10 @@ class RoleAwarePolicy:
         drain (a Retry-After). O(weights x log n)."""
         if not math.isfinite(r.give_up_s):
             return 0.0
-        _, latency = self._estimate(r)
-        ahead = self._costs.ahead(self._weight(r), r.give_up_at_s)
+        cost, latency = self._estimate(r)
+        audio_s = r.est_audio_s
+        per_audio_s = cost / audio_s if audio_s > 0 else 0.0  # this backend's speed, as measured now
+        ahead = self._costs.ahead(self._weight(r), r.give_up_at_s) * per_audio_s
         late_by = now + ahead + latency - r.give_up_at_s
         return max(0.0, late_by)
 
@@ -186,7 +191,10 @@ class RoleAwarePolicy:
             work += cost
             heapq.heappush(victims, (entry[2].weight, -cost, entry[1], entry))
             # its audio arrives a batch latency after its share of the work is done
-            while entry[0] - now - work - (lat - cost) < 0 and victims:
+            spare = self.config.overload_reserve * (entry[0] - now)
+            while entry[0] - now - work - (lat - cost) < spare and victims:
+                if victims[0][0] >= entry[2].weight and entry[0] - now - work - (lat - cost) >= 0:
+                    break  # the reserve defers only lower weights than the line it makes room for
                 _, neg_cost, seq, victim = heapq.heappop(victims)
                 deferred.add(seq)
                 work += neg_cost

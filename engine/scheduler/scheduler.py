@@ -209,6 +209,11 @@ class Scheduler:
             self.policy.reindex()
 
     @property
+    def idle(self) -> bool:
+        """Nothing queued and nothing being voiced."""
+        return not self._inflight and self.pending_count == 0
+
+    @property
     def pending_count(self) -> int:
         return len(self.policy)
 

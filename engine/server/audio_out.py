@@ -33,7 +33,8 @@ def check_format(fmt: str) -> None:
 
 
 def supported_formats() -> list[str]:
-    return [f for f in RESPONSE_FORMATS if f in available_formats()]
+    have = available_formats()
+    return [f for f in RESPONSE_FORMATS if f in have]
 
 
 def headers(fmt: str, pcm_rate_hz: int) -> dict[str, str]:

@@ -22,6 +22,7 @@ from engine.server.listen import check_headers, wants_check
 from engine.server.openai_api import AUDIO_TYPES, LIVE, Text, router
 from engine.server.speech import MAX_TEXT_CHARS, SPEED_RANGE, SpeechService, role_key
 from engine.synthesis import lexicon
+from engine.synthesis.kokoro import warming
 
 
 def _number(name: str) -> Any:
@@ -99,7 +100,8 @@ def _health(app: FastAPI, service: SpeechService) -> None:
     async def readyz() -> Response:
         if not service.ready:
             return error(503, "not accepting work (engine stalled or queue full)")
-        return JSONResponse({"status": "ready", "queue_depth": service.scheduler.pending_count})
+        return JSONResponse({"status": "ready", "queue_depth": service.scheduler.pending_count,
+                             "models_loading": warming()})  # fmt: skip
 
 
 def _tts(app: FastAPI, service: SpeechService) -> None:

@@ -20,6 +20,7 @@ import numpy as np
 from engine.cast import Cast
 from engine.core.errors import CastError, Overloaded, ScriptError, SynthesisError, TroupeError
 from engine.core.limits import limit
+from engine.core.memory import IdleTrimmer, keep_large_blocks_mapped
 from engine.core.types import SAMPLE_RATE_HZ, Role, Script, Voice
 from engine.metrics import AnomalyDetector
 from engine.scheduler import Request, RequestClass, Scheduler, SchedulerConfig, State
@@ -74,6 +75,7 @@ class SpeechService:
     def __init__(self, settings: SpeechSettings | None = None, clock: Clock = monotonic) -> None:
         self.settings = settings or SpeechSettings()
         self.clock = clock
+        keep_large_blocks_mapped()
         config = SchedulerConfig(policy=self.settings.policy, max_pending=self.settings.max_pending)
         backends = standard_backends(self.settings.processes, self.settings.neural)
         self.scheduler = Scheduler(backends, config, clock)
@@ -99,6 +101,8 @@ class SpeechService:
         self.last_tick_s = time.monotonic()
         """When the engine loop last went round (monotonic s); `/healthz` reads it."""
         self.engine_errors = 0
+        self._trimmer = IdleTrimmer()
+        """Gives the audio a burst of requests freed back to the system once it is over."""
         self.scheduler.on_error = self._report
         self._thread = threading.Thread(target=self._run, name="troupe-server-engine", daemon=True)
         self._thread.start()
@@ -109,6 +113,7 @@ class SpeechService:
             try:
                 self.scheduler.tick()
                 self.telemetry.tick()
+                self._trimmer.tick(not self.scheduler.idle, time.monotonic())
                 if time.monotonic() - self._expired_at >= 1.0:
                     self._expired_at = time.monotonic()
                     self.expire_roles()
@@ -311,6 +316,7 @@ class SpeechService:
         audio of one being voiced is dropped."""
         if fut.cancelled():
             self.scheduler.cancel_requests([r])
+            r.on_done = None  # NB: nobody is told of it any more; and no request <-> future cycle
 
     def _done(self, r: Request, fut: Future[Mono], gain_db: float = 0.0) -> None:
         self.telemetry.observe_request(r)
@@ -325,6 +331,11 @@ class SpeechService:
                 fut.set_exception(TroupeError(f"synthesis failed for {r.role}: {r.error or r.state.value}"))
         except InvalidStateError:
             pass  # NB: the client cancelled between our check and here; nobody wants the audio
+        finally:
+            # NB: the future's callback holds the request and the request held the future: a
+            # reference cycle that kept every answer's audio until the collector's rare full
+            # pass (RSS +70% after a burst of 2,000 requests; nothing alive held it)
+            r.on_done = None
 
     def close(self) -> None:
         self._stop.set()

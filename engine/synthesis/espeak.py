@@ -98,6 +98,10 @@ class EspeakSynthesizer:
 
     name = "espeak"
     max_batch = 1
+    expected_rtf = 0.01
+    """A first guess of seconds per spoken second (measured here: 0.004-0.007 per line on one
+    core), until the scheduler has timed its own lines; a guess 10x too slow made admission
+    refuse most of a server's first burst."""
     sample_rate_hz = SAMPLE_RATE_HZ
 
     def voices(self) -> list[VoiceInfo]:

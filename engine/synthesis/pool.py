@@ -146,6 +146,10 @@ class EspeakPool:
     """espeak-ng across `processes` worker processes (default: one per core)."""
 
     name = "espeak"
+    expected_rtf = 0.01
+    """A first guess of seconds per spoken second (measured here: 0.004-0.007 per line on one
+    core), until the scheduler has timed its own lines; a guess 10x too slow made admission
+    refuse most of a server's first burst."""
     sample_rate_hz = SAMPLE_RATE_HZ
 
     def __init__(self, processes: int | None = None, niceness: int = WORKER_NICENESS) -> None:

@@ -42,7 +42,18 @@ def warm_up_in_background(synth: Synthesizer) -> threading.Thread | None:
     name = str(getattr(synth, "name", "model"))
     thread = threading.Thread(target=run, name=f"troupe-{name}-warmup", daemon=False)
     thread.start()
+    _warming.append((name, thread))
     return thread
+
+
+_warming: list[tuple[str, threading.Thread]] = []
+
+
+def warming() -> list[str]:
+    """The models still loading in the background (a server's `/readyz` lists them: until
+    they are warm, their first lines wait for the load and the load takes CPU)."""
+    _warming[:] = [(n, t) for n, t in _warming if t.is_alive()]
+    return [n for n, _ in _warming]
 
 
 def onnx_available() -> bool:

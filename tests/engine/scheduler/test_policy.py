@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import ManualClock, req
+from sched_fakes import ManualClock, req
 
 from engine.scheduler import FifoPolicy, PolicyConfig, RequestClass, RoleAwarePolicy
 
@@ -174,3 +174,28 @@ def test_tick_refresh_restores_slack_that_pops_used_up(clock: ManualClock) -> No
     assert served == ["lead0", "lead1", "lead2", "extra"]  # the fourth lead would miss 'extra'
     p.refresh(clock())
     assert p.pop(clock()).text == "lead3"  # type: ignore[union-attr]
+
+
+def _overloaded(clock: ManualClock, reserve: float) -> list[str]:
+    p = RoleAwarePolicy(PolicyConfig(overload_reserve=reserve), weights={"LEAD": 10, "EXTRA": 1})
+    t = clock()
+    # every deadline is met only if nothing goes out of deadline order: no slack at all
+    _push(p, clock, *(req("EXTRA", f"extra-{k}", deadline=t + 0.2 * k + 0.01) for k in (1, 2, 3, 4)),
+          req("LEAD", "lead", deadline=t + 1.01))  # fmt: skip
+    return _serve_all(p, clock, 0.2)
+
+
+def test_overload_reserve_makes_room_for_the_lead(clock: ManualClock) -> None:
+    # without a reserve the lead waits until its own deadline is the most urgent
+    assert _overloaded(ManualClock(), 0.0) == ["extra-1", "extra-2", "extra-3", "extra-4", "lead"]
+    # with it, a lower weight is deferred so the weights may pick: the lead goes first
+    order = _overloaded(ManualClock(), 0.1)
+    assert order[0] == "lead"
+    assert sorted(order) == ["extra-1", "extra-2", "extra-3", "extra-4", "lead"]  # nothing lost
+
+
+def test_overload_reserve_never_defers_the_top_weight_for_itself(clock: ManualClock) -> None:
+    p = RoleAwarePolicy(PolicyConfig(overload_reserve=0.5), weights={"LEAD": 10})
+    t = clock()
+    _push(p, clock, *(req("LEAD", f"lead-{k}", deadline=t + 0.2 * k + 0.01) for k in (1, 2, 3)))
+    assert _serve_all(p, clock, 0.2) == ["lead-1", "lead-2", "lead-3"]  # in deadline order, all met

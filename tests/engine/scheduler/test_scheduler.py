@@ -6,7 +6,7 @@ import threading
 
 import numpy as np
 import pytest
-from conftest import ManualClock, RecordingSynth, req, run_until_idle
+from sched_fakes import ManualClock, RecordingSynth, req, run_until_idle
 
 from engine.core.errors import QueueFull
 from engine.scheduler import Backend, PolicyConfig, RequestClass, Scheduler, SchedulerConfig, State

@@ -7,7 +7,7 @@ import gc
 import math
 import weakref
 
-from conftest import ManualClock, RecordingSynth, req
+from sched_fakes import ManualClock, RecordingSynth, req
 
 from engine.core.errors import Overloaded
 from engine.scheduler import Backend, RequestClass, RoleAwarePolicy, Scheduler, SchedulerConfig, State

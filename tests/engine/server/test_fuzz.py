@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import httpx
 import schemathesis
-from conftest import LiveServer
 from hypothesis import HealthCheck, given, settings
+from live_server import LiveServer
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from engine.synthesis import lexicon

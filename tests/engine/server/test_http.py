@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 import soundfile as sf
-from conftest import LiveServer
+from live_server import LiveServer
 from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = Path(__file__).resolve().parents[3]

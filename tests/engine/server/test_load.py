@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import LiveServer, _start
+from live_server import LiveServer, _start
 
 from engine.scheduler import Backend
 from engine.server import SpeechService, SpeechSettings

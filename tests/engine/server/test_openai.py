@@ -13,7 +13,7 @@ import numpy as np
 import openai
 import pytest
 import soundfile as sf
-from conftest import LiveServer
+from live_server import LiveServer
 from pydantic import ValidationError
 
 from engine.export import available_formats

@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 import soundfile as sf
-from conftest import LiveServer
+from live_server import LiveServer
 
 from engine.core.errors import ScriptError
 from engine.server import SpeechService, SpeechSettings
