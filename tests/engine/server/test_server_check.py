@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from conftest import LiveServer
+from live_server import LiveServer
 
 from engine.asr import asr_available
 
