@@ -103,6 +103,26 @@ def _stop_resource_tracker() -> None:
         stop()
 
 
+def _listening(args: argparse.Namespace, script):  # type: ignore[no-untyped-def]
+    """Fit-to-slot for a timed script (unless --no-fit) and the line check (--check, --retake);
+    the recogniser loads now, so a missing asr extra is said before anything is voiced."""
+    from engine.render.fitting import FitOptions
+    from engine.render.listening import Listening
+
+    timed = any(c.start_s is not None and c.end_s is not None for c in script.cues)
+    fit = FitOptions(max_overrun_s=args.max_overrun) if timed and not args.no_fit else None
+    check = None
+    if args.check or args.retake:
+        from engine.asr import line_checker, shared_transcriber
+        from engine.core.types import SAMPLE_RATE_HZ
+
+        shared_transcriber().load()
+        check = line_checker(shared_transcriber(), SAMPLE_RATE_HZ)
+    if fit is None and check is None:
+        return None
+    return Listening(check=check, fit=fit, retake=args.retake)
+
+
 def cmd_render(args: argparse.Namespace) -> int:
     from engine.mixer import Pacing
     from engine.render import StemOptions, render_script
@@ -110,7 +130,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     synths = [_synth(args.processes)]  # first: its workers start while the script loads
     try:
         script, cast, edits = _load(args)
-        if any(v.backend == "kokoro" for v in cast.voices.values()):
+        if any(v.backend in ("kokoro", "piper") for v in cast.voices.values()):
             synths.append(_synth(args.processes, cast))
         stems = StemOptions(args.stem_mode, args.stem_format, args.sample_format)
         loudness = None
@@ -129,7 +149,7 @@ def cmd_render(args: argparse.Namespace) -> int:
             pacing = Pacing(gap_s=args.gap)
             result = render_script(script, cast, args.output, synths[-1], args.stems, pacing, edits,
                                    on_progress, stems=stems, sample_format=args.sample_format,
-                                   loudness=loudness)  # fmt: skip
+                                   loudness=loudness, listening=_listening(args, script))  # fmt: skip
     finally:
         for synth in synths:
             synth.close()
@@ -155,6 +175,12 @@ def cmd_render(args: argparse.Namespace) -> int:
               f"gain {result.loudness_gain_db:+.1f} dB to {loudness.lufs if loudness else 0:g} LUFS, "
               f"true peak at most {loudness.true_peak_db if loudness else 0:g} dB")  # fmt: skip
     print(f"  cue sheet: {result.cue_sheet}")
+    if result.captions:
+        print(f"  word captions: {', '.join(p.name for p in result.captions)}")
+    from engine.render.report import summary_lines
+
+    for row in summary_lines(result.report):
+        print(f"  {row}", file=sys.stderr if row.startswith("CHECK") else sys.stdout)
     for line in result.fell_back:
         print(f"  cue {line.cue_index} ({line.role}): espeak-ng stood in ({line.fallback})", file=sys.stderr)
     for line in result.failed:
@@ -410,6 +436,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="WAV/FLAC samples: 16-bit, 24-bit (default) or 32-bit float (WAV only)")  # fmt: skip
     r.add_argument("--gap", type=_ranged(float, 0, 10, "seconds"), default=0.35,
                    help="pause between lines, 0..10 seconds")  # fmt: skip
+    r.add_argument("--check", action="store_true",
+                   help="listen to every line (speech recognition, the asr extra): mark lines whose "
+                        "words were not all heard, write word-timed captions and a report")  # fmt: skip
+    r.add_argument(
+        "--retake", action="store_true", help="voice a line marked check once more (implies --check)"
+    )
+    r.add_argument("--no-fit", action="store_true",
+                   help="timed scripts (SRT, VTT, ASS): lines as voiced, not fitted to slots")  # fmt: skip
+    r.add_argument("--max-overrun", type=_ranged(float, 0, 5, "seconds"), default=0.5,
+                   help="how far a fitted line may run past its slot, 0..5 s (default 0.5)")  # fmt: skip
     r.set_defaults(func=cmd_render)
 
     pl = sub.add_parser("play", help="play a script in real time")

@@ -20,8 +20,20 @@ STATE_COLOURS = {
     "played": "#475569",
     "failed": "#ef4444",
     "fallback": "#fb923c",
+    "check": "#f472b6",
 }
 """One colour per cue state, shared by the cue list and the timeline."""
+HEARD_STATES = ("ready", "playing", "played")
+
+
+def shown_state(cue: CueView) -> str:
+    """The state the director sees: 'check' (the line check marked the take) or 'fallback'
+    (an espeak-ng stand-in) over ready/playing, else the engine's own."""
+    if cue.check and cue.state in HEARD_STATES:
+        return "check"
+    return "fallback" if cue.fallback and cue.state in ("ready", "playing") else cue.state
+
+
 ADLIB_COLOUR = "#e879f9"
 """Ad-libs (heard once) are drawn in their own colour whatever their state."""
 
@@ -72,7 +84,8 @@ class CueTableModel(QAbstractTableModel):
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.EditRole):
             return self._text(cue, col)
         if role == Qt.ItemDataRole.ForegroundRole and col == 4:
-            return self._adlib if cue.kind == "adlib" else self._brushes.get(cue.state)
+            shown = "check" if shown_state(cue) == "check" else cue.state
+            return self._adlib if cue.kind == "adlib" else self._brushes.get(shown)
         if role == Qt.ItemDataRole.ToolTipRole:
             tip = f"{cue.role}: {cue.text}"
             if cue.hints:
@@ -93,7 +106,9 @@ class CueTableModel(QAbstractTableModel):
             return cue.role
         if col == 3:
             return cue.text
-        state = "fallback" if cue.fallback and cue.state in ("ready", "playing") else cue.state
+        state = shown_state(cue)
+        if state == "check" and cue.wer is not None:
+            state += f" (WER {cue.wer:.2f})"
         kind = {"adlib": "ad-lib · ", "kept": "kept ad-lib · "}.get(cue.kind, "")
         return kind + state + (f" +{cue.late_ms:.0f} ms" if cue.late_ms > 0 else "")
 

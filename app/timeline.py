@@ -13,7 +13,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from app.axes import RoleAxis, TimeAxis
-from app.cue_model import ADLIB_COLOUR, STATE_COLOURS
+from app.cue_model import ADLIB_COLOUR, STATE_COLOURS, shown_state
 from app.rows import RowViewBox
 from engine.service import BUCKETS_PER_S, CueView
 
@@ -190,7 +190,7 @@ class TimelineWidget(QWidget):
 def _state(c: CueView) -> str:
     if c.kind == "adlib":
         return "adlib"
-    state = "fallback" if c.fallback and c.state in ("ready", "playing") else c.state
+    state = shown_state(c)
     return state if state in STATE_COLOURS else "pending"
 
 

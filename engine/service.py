@@ -49,6 +49,7 @@ from engine.script.common import normalise_role
 from engine.script.limits import MAX_LINE_CHARS
 from engine.show import Show
 from engine.show_adlibs import PREVIEW_ROLE
+from engine.show_listen import live_listener
 from engine.snapshot import HISTORY_COLUMNS, CueView, EngineSnapshot, Figures, build_snapshot, measure_levels
 from engine.synthesis.base import VoiceInfo
 from engine.synthesis.espeak import EspeakSynthesizer, espeak_variants, espeak_voices
@@ -334,6 +335,7 @@ class Engine:
         self.show = Show(script, cast, self.scheduler, self.ring, self.settings.pacing,
                          self.settings.render_ahead_ms, clock=self.clock)  # fmt: skip
         self.show.on_request_done = self._on_request_done
+        self.show.listener = live_listener()  # TROUPE_LIVE_CHECK=1: the line check, off the real-time path
         self._warn_missing_backends(cast.voices.keys())
         self._warm_up(cast.voices.keys())
         self.history = np.zeros((len(script.roles), HISTORY_COLUMNS), np.float32)

@@ -14,6 +14,7 @@ ad-libs are items of their own, heard once unless kept; at the end the clock sto
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,6 +29,9 @@ from engine.show_adlibs import Adlibs
 from engine.show_tracks import HEARD, SR, CueState, CueTrack, ShowStats, plan
 from engine.synthesis.delivery import delivered_audio, delivered_voice
 from engine.synthesis.text import split_chunks
+
+if TYPE_CHECKING:
+    from engine.show_listen import LiveListener
 
 BLOCK_FRAMES = 1024
 RELEASE_AFTER_S = 1.0
@@ -77,6 +81,8 @@ class Show:
         self.on_cue_changed: Callable[[CueTrack], None] | None = None
         self.on_request_done: Callable[[Request], None] | None = None
         """Observer of every finished request (metrics), called on the engine thread."""
+        self.listener: LiveListener | None = None
+        """Checks each voiced line off the real-time path (None: no line check)."""
         self._next_place = 0
         self._planned: dict[int, float] = {}
         self._block = np.zeros((BLOCK_FRAMES, ring.channels), np.float32)
@@ -212,6 +218,10 @@ class Show:
             t.fallback |= r.fallback
             if t.known:
                 self._replan()
+                if self.listener is not None and not t.adlib:
+                    backend = "espeak" if t.fallback else self.cast[t.cue.role].backend
+                    chunks = [a for a in t.audio if a is not None]
+                    self.listener.offer(t.cue.index, t.generation, chunks, t.cue.text, backend)
             if t.state in (CueState.QUEUED, CueState.SYNTHESIZING):
                 self._set_state(t, CueState.READY)
         elif r.state in (State.FAILED, State.SHED):
@@ -288,7 +298,21 @@ class Show:
             return True
         return False
 
+    def _take_checks(self) -> None:
+        """The listener's results, for the takes still in the show."""
+        assert self.listener is not None
+        for heard in self.listener.results():
+            t = self.tracks[heard.cue_index] if heard.cue_index < len(self.tracks) else None
+            if t is not None and t.generation == heard.generation and t.cue.index == heard.cue_index:
+                t.wer, flagged = heard.check.wer, heard.check.flagged
+                if flagged != t.check:
+                    t.check = flagged
+                    if self.on_cue_changed is not None:
+                        self.on_cue_changed(t)
+
     def _update_play_states(self) -> None:
+        if self.listener is not None:
+            self._take_checks()
         head = self.playhead_s
         for t in self.timeline:
             if t.state is CueState.FAILED:
@@ -425,6 +449,7 @@ class Show:
         t.placed_chunks = 0
         t.audio = []
         t.released, t.duration_s = False, None
+        t.check, t.wer = False, None
         keep_start = t.start_s
         self._set_state(t, CueState.PENDING)
         self._replan()

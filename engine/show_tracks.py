@@ -65,6 +65,10 @@ class CueTrack:
     place and length on the timeline and is voiced again if a jump comes back to it."""
     duration_s: float | None = None
     """The length of its last take, kept when its audio is released."""
+    wer: float | None = None
+    """The line check's word error rate of this take (a live show with TROUPE_LIVE_CHECK)."""
+    check: bool = False
+    """Marked "check": the take's words were not all heard."""
 
     @property
     def est_duration_s(self) -> float:

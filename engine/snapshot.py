@@ -42,6 +42,9 @@ class CueView:
     kind: str = "line"
     """'line' (from the script), 'adlib' (typed live, heard once) or 'kept' (an ad-lib kept
     in the show)."""
+    check: bool = False
+    """The line check marked this take: its words were not all heard (TROUPE_LIVE_CHECK)."""
+    wer: float | None = None
 
 
 @dataclass(frozen=True)
@@ -195,7 +198,8 @@ def _cue_view(show: Show, t: CueTrack) -> CueView:
     start = t.start_s if t.start_s is not None else show.planned_start_s(t.cue.index)
     kind = ("kept" if t.kept else "adlib") if t.adlib else "line"
     return CueView(t.cue.index, t.cue.role, t.cue.text, t.cue.scene, t.state.value, start,
-                   t.est_duration_s, t.late_ms, t.fallback, t.error, t.cue.hints, kind)  # fmt: skip
+                   t.est_duration_s, t.late_ms, t.fallback, t.error, t.cue.hints, kind, t.check,
+                   t.wer)  # fmt: skip
 
 
 def measure_levels(show: Show, ring: MixRing, meters: Meters, heard: bool, now_s: float) -> None:

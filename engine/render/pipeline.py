@@ -21,11 +21,15 @@ from engine.export.formats import format_for_path, require
 from engine.export.writers import describe
 from engine.mixer import Clip, MixControls, Pacing
 from engine.render import finishing, sizing
+from engine.render.captions import write_captions
 from engine.render.layout import StreamLayout
+from engine.render.listening import LineFinisher, Listening
 from engine.render.mixdown import StreamMixer
 from engine.render.outputs import BlockWriter, Encoder, OutputFiles, _Target, partial_path, stem_format
+from engine.render.report import build_report, write_report
 from engine.render.result import (
     STEM_MODES,
+    LineNotes,
     LineTiming,
     Progress,
     RenderCancelled,
@@ -59,6 +63,7 @@ class _Job:
     sample_format: str
     stem_channels: dict[str, int]
     loudness: LoudnessTarget | None = None
+    listening: Listening | None = None
 
     def stem_path(self, role: str) -> Path:
         assert self.stems_dir is not None
@@ -118,17 +123,19 @@ def render_script(
     sample_format: str = "s24",
     loudness: LoudnessTarget | None = None,
     free: sizing.DiskFree = sizing.disk_free,
+    listening: Listening | None = None,
 ) -> RenderResult:
     """Render `script` to `out_path` (and stems), streaming: memory does not grow with the
     show. `loudness` normalises the mix (a second pass); an .m4b/.m4a mix gets the scenes as
-    chapters and the title page as tags. A render that fails or is cancelled removes its
-    partial files and says so."""
+    chapters and the title page as tags. `listening` fits timed lines to their slots and
+    checks each line by ear (word captions and a report beside the mix). A render that fails
+    or is cancelled removes its partial files and says so."""
     if edits:
         cues = tuple(c.with_text(edits[c.index]) if c.index in edits else c for c in script.cues)
         script = dataclasses.replace(script, cues=cues)
     stem_channels = {r: 1 if cast[r].pan == 0 else 2 for r in script.roles}
     job = _Job(script, cast, Path(out_path), Path(stems_dir) if stems_dir is not None else None, stems,
-               sample_format, stem_channels, loudness)  # fmt: skip
+               sample_format, stem_channels, loudness, listening)  # fmt: skip
     for folder in (job.out.parent, job.stems_dir):
         if folder is not None and folder.exists() and not folder.is_dir():
             raise ExportError(f"{folder}: cannot write there: it is a file, not a folder")
@@ -199,7 +206,8 @@ class _Stream:
             path, fmt, sample_format = finishing.premaster_path(path), FORMATS["flac"], "s24"
         return self.files.open(path, channels, SAMPLE_RATE_HZ, sample_format, fmt, sparse=True)
 
-    def take(self, cue: Cue, audio: Mono | None, error: str | None, fallback: str | None) -> None:
+    def take(self, cue: Cue, audio: Mono | None, error: str | None, fallback: str | None,
+             notes: LineNotes = LineNotes()) -> None:  # fmt: skip
         duration_s = 0.0 if audio is None else len(audio) / SAMPLE_RATE_HZ
         start_s = self.layout.place(cue, duration_s)
         if audio is not None and len(audio):
@@ -209,7 +217,7 @@ class _Stream:
                 self.encoder.put(lambda: _write_clip(self.job, self.files, clip))
                 self.clip_spans.append((clip.start_frame, self.job.clip_path(clip.cue_index, clip.role)))
         self.lines.append(LineTiming(cue.index, cue.role, cue.text, start_s, duration_s, error, fallback,
-                                     cue.scene))  # fmt: skip
+                                     cue.scene, notes))  # fmt: skip
         frontier = self.layout.frontier_s()
         if frontier != float("inf"):
             self.flush(int(frontier * SAMPLE_RATE_HZ))
@@ -237,9 +245,11 @@ def _render(job: _Job, synth: Synthesizer, pacing: Pacing, files: OutputFiles, p
     fallbacks: dict[int, str] = getattr(synth, "fallbacks", {})
     t0 = time.perf_counter()
     stream = _Stream(job, files, pacing)
+    finish = LineFinisher(job.listening, job.script.cues, job.cast, synth) if job.listening else None
     try:
-        for k, (cue, audio, error) in enumerate(voice_in_order(job.script.cues, job.cast, synth, cancel), 1):
-            stream.take(cue, audio, error, fallbacks.get(cue.index))
+        voiced = voice_in_order(job.script.cues, job.cast, synth, cancel, finish=finish)
+        for k, (cue, audio, error, notes) in enumerate(voiced, 1):
+            stream.take(cue, audio, error, fallbacks.get(cue.index), notes)
             if progress:
                 written = _clock(stream.mixer.written_frames / SAMPLE_RATE_HZ)
                 progress(0.97 * k / n_cues, f"{k} of {n_cues} lines voiced, {written} of audio written")
@@ -288,6 +298,11 @@ def _finish(job: _Job, files: OutputFiles, stream: _Stream, result: RenderResult
     result.bytes_written = files.commit()
     result.cue_sheet = job.out.with_suffix(".srt")
     write_cue_sheet(result.cue_sheet, result.lines)
+    if job.listening is not None:
+        result.report = build_report(result.lines)
+        write_report(job.out.with_suffix(".report.json"), result.report)
+        if job.listening.check is not None:
+            result.captions = write_captions(job.out, result.lines)
     if job.stems_dir is not None:
         result.timeline = _write_timeline(job, result)
 

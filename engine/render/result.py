@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from engine.core.errors import TroupeError
 from engine.script.subtitles import format_srt_time
@@ -30,6 +31,31 @@ class StemOptions:
     sample_format: str = "s24"
 
 
+WordSpan = tuple[str, float, float]
+"""A word as written and its (start, end) in seconds from the line's start."""
+
+
+@dataclass(frozen=True)
+class LineNotes:
+    """What listening to a voiced line found, and how it was fitted to its slot."""
+
+    wer: float | None = None
+    """Word error rate of what was heard against the script; None when not checked."""
+    heard: str = ""
+    check: bool = False
+    """Marked "check": the WER is over its backend's threshold (a word dropped or slurred)."""
+    words: tuple[WordSpan, ...] = ()
+    retaken: bool = False
+    """Voiced a second time after a failed check (the better take was kept)."""
+    fit: str = ""
+    """The slot strategy ('fits', 'rate', 'stretch', 'overrun', 'over'); '' without a slot."""
+    misfit_before_s: float | None = None
+    """How far the line ran past its slot's end as first voiced (negative: ended early)."""
+    misfit_after_s: float | None = None
+    rate: float = 1.0
+    stretch: float = 1.0
+
+
 @dataclass(frozen=True)
 class LineTiming:
     """Where one line ended up in the render."""
@@ -43,6 +69,7 @@ class LineTiming:
     fallback: str | None = None
     """Why an espeak-ng stand-in voiced this line instead of the voice it is cast to."""
     scene: int = 0
+    notes: LineNotes = LineNotes()
 
 
 @dataclass
@@ -63,10 +90,19 @@ class RenderResult:
     loudness_measured_lufs: float | None = None
     """The mix's integrated loudness before normalisation (None when not normalised)."""
     loudness_gain_db: float | None = None
+    captions: list[Path] = field(default_factory=list)
+    """Word-level captions (SRT, WebVTT, ASS karaoke) and the JSON cue sheet with word times."""
+    report: dict[str, Any] = field(default_factory=dict)
+    """Slot misfit before and after fitting, WER per role, lines flagged (also as .report.json)."""
 
     @property
     def failed(self) -> list[LineTiming]:
         return [ln for ln in self.lines if ln.error]
+
+    @property
+    def flagged(self) -> list[LineTiming]:
+        """Lines marked "check" by the line check."""
+        return [ln for ln in self.lines if ln.notes.check and not ln.error]
 
     @property
     def fell_back(self) -> list[LineTiming]:

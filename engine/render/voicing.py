@@ -4,24 +4,49 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from engine.cast import Cast
 from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ, Cue
-from engine.render.result import RenderCancelled
+from engine.render.result import LineNotes, RenderCancelled
 from engine.synthesis.base import Mono, Synthesizer, SynthRequest
 from engine.synthesis.delivery import delivered_audio, delivered_voice
 
 BATCHES_AHEAD = 3
 """Batches in flight: enough to keep every worker busy, few enough that memory stays flat."""
 
-Voiced = tuple[Cue, Mono | None, str | None]
-"""A cue, its audio (None if it failed) and the error."""
+Voiced = tuple[Cue, Mono | None, str | None, LineNotes]
+"""A cue, its audio (None if it failed), the error, and what listening to it found."""
+
+Finisher = Callable[[Cue, Mono], tuple[Mono, LineNotes]]
+"""Applied to each voiced line in the voicing threads (fit to slot, line check)."""
 
 
-def _voice_batch(synth: Synthesizer, cues: Sequence[Cue], cast: Cast) -> list[Voiced]:
+def _voice_batch(
+    synth: Synthesizer, cues: Sequence[Cue], cast: Cast, finish: Finisher | None = None
+) -> list[Voiced]:
+    """One batch, each line through `finish`; a line that fails fails alone."""
+    voiced = _voice_lines(synth, cues, cast)
+    if finish is None:
+        return [(c, a, e, LineNotes()) for c, a, e in voiced]
+    out: list[Voiced] = []
+    for c, a, e in voiced:
+        if a is None:
+            out.append((c, a, e, LineNotes()))
+            continue
+        try:
+            a, notes = finish(c, a)
+        except SynthesisError as exc:  # a retake or rate change failed: the first take stands
+            notes = LineNotes(heard=f"not checked: {exc}")
+        out.append((c, a, e, notes))
+    return out
+
+
+def _voice_lines(
+    synth: Synthesizer, cues: Sequence[Cue], cast: Cast
+) -> list[tuple[Cue, Mono | None, str | None]]:
     """One batch; if the batch fails, each line is retried alone so a bad line fails alone."""
     requests = [SynthRequest(c.text, delivered_voice(cast[c.role], c.hints), c.index) for c in cues]
     try:
@@ -31,7 +56,7 @@ def _voice_batch(synth: Synthesizer, cues: Sequence[Cue], cast: Cast) -> list[Vo
         ]
     except SynthesisError:
         pass
-    out: list[Voiced] = []
+    out: list[tuple[Cue, Mono | None, str | None]] = []
     for c, r in zip(cues, requests, strict=True):
         try:
             out.append((c, delivered_audio(synth.synthesize([r])[0], c.hints, SAMPLE_RATE_HZ), None))
@@ -50,6 +75,7 @@ def voice_in_order(
     synth: Synthesizer,
     cancel: threading.Event | None = None,
     ahead: int = BATCHES_AHEAD,
+    finish: Finisher | None = None,
 ) -> Iterator[Voiced]:
     """Every cue with its audio, in script order, at most `ahead` batches voiced early."""
     step = batch_size(synth)
@@ -60,14 +86,14 @@ def voice_in_order(
             for _ in range(ahead):
                 k = next(starts, None)
                 if k is not None:
-                    pending.append(pool.submit(_voice_batch, synth, cues[k : k + step], cast))
+                    pending.append(pool.submit(_voice_batch, synth, cues[k : k + step], cast, finish))
             while pending:
                 if cancel is not None and cancel.is_set():
                     raise RenderCancelled("render cancelled")
                 done = pending.popleft().result()
                 k = next(starts, None)
                 if k is not None:
-                    pending.append(pool.submit(_voice_batch, synth, cues[k : k + step], cast))
+                    pending.append(pool.submit(_voice_batch, synth, cues[k : k + step], cast, finish))
                 yield from done
         finally:
             for f in pending:

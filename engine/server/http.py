@@ -18,6 +18,7 @@ from engine.server import dialogue, errors, flow
 from engine.server.audio_out import ResponseFormat, StreamEncoder, check_format, headers, whole
 from engine.server.errors import ERROR_RESPONSES, error
 from engine.server.limits import Guard, ServerLimits
+from engine.server.listen import check_headers, wants_check
 from engine.server.openai_api import AUDIO_TYPES, LIVE, Text, router
 from engine.server.speech import MAX_TEXT_CHARS, SPEED_RANGE, SpeechService, role_key
 from engine.synthesis import lexicon
@@ -120,7 +121,12 @@ def _tts(app: FastAPI, service: SpeechService) -> None:
         if not stream:
             audio = await flow.whole(request, futures)
             data = await run_in_threadpool(whole, audio, format, SAMPLE_RATE_HZ)
-            return Response(data, headers=headers(format, SAMPLE_RATE_HZ))
+            checked = (
+                await check_headers(request, audio, text, service.voice(role).backend)
+                if wants_check(request)
+                else {}
+            )
+            return Response(data, headers={**headers(format, SAMPLE_RATE_HZ), **checked})
         first = await flow.first_then_rest(request, futures)
         chunks = flow.encoded_stream(first, futures, StreamEncoder("pcm", SAMPLE_RATE_HZ))
         return StreamingResponse(chunks, headers=headers("pcm", SAMPLE_RATE_HZ))

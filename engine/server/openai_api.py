@@ -26,6 +26,7 @@ from engine.server.audio_out import (
     whole,
 )
 from engine.server.errors import ERROR_RESPONSES
+from engine.server.listen import check_headers
 from engine.server.speech import MAX_TEXT_CHARS, SPEED_RANGE, SpeechService
 
 LIVE = RequestClass.SCRIPTED
@@ -110,6 +111,7 @@ def router(service: SpeechService) -> APIRouter:
         if body.stream_format == "audio" and (body.response_format == "flac" or not body.stream):
             audio = await flow.whole(request, futures)
             data = await run_in_threadpool(whole, audio, body.response_format)
+            extra |= await check_headers(request, audio, body.input, voice.backend)
             return Response(data, headers={**headers(body.response_format, OPENAI_PCM_RATE_HZ), **extra})
         first = await flow.first_then_rest(request, futures)
         encoder = StreamEncoder(body.response_format)

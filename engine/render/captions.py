@@ -1,0 +1,94 @@
+"""Word-level captions of a render: SRT with a cue per word, WebVTT with each word's time
+inside its line's cue, ASS karaoke (`\\k` per word), and the cue sheet as JSON with word times."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pysubs2
+
+from engine.render.result import LineTiming
+from engine.script.subtitles import format_srt_time
+
+
+def _vtt_time(t: float) -> str:
+    return format_srt_time(t).replace(",", ".")
+
+
+def _voiced(lines: Sequence[LineTiming]) -> list[LineTiming]:
+    return sorted((ln for ln in lines if not ln.error), key=lambda ln: (ln.start_s, ln.cue_index))
+
+
+def word_srt(lines: Sequence[LineTiming]) -> str:
+    """One SRT cue per word, each shown while it is spoken."""
+    blocks: list[str] = []
+    for ln in _voiced(lines):
+        for text, a, b in ln.notes.words:
+            k = len(blocks) + 1
+            blocks.append(
+                f"{k}\n{format_srt_time(ln.start_s + a)} --> {format_srt_time(ln.start_s + b)}\n{text}\n"
+            )
+    return "\n".join(blocks)
+
+
+def word_vtt(lines: Sequence[LineTiming]) -> str:
+    """A WebVTT cue per line, speaker as a voice span, each word after its own timestamp."""
+    out = ["WEBVTT", ""]
+    for ln in _voiced(lines):
+        end = ln.start_s + ln.duration_s
+        parts = [f"<{_vtt_time(ln.start_s + a)}>{_vtt_escape(t)}" for t, a, _ in ln.notes.words]
+        body = " ".join(parts) if parts else _vtt_escape(ln.text)
+        out += [f"{_vtt_time(ln.start_s)} --> {_vtt_time(end)}", f"<v {_vtt_escape(ln.role)}>{body}", ""]
+    return "\n".join(out)
+
+
+def _vtt_escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def karaoke_ass(lines: Sequence[LineTiming]) -> pysubs2.SSAFile:
+    """ASS with a `\\k` karaoke tag per word (centiseconds), the role as the event's name."""
+    subs = pysubs2.SSAFile()
+    for ln in _voiced(lines):
+        pieces: list[str] = []
+        t = 0.0
+        for text, a, b in ln.notes.words:
+            if a > t:  # the silence before the word: an empty syllable
+                pieces.append(f"{{\\k{round((a - t) * 100)}}}")
+            word = text.replace("{", "(").replace("}", ")").replace("\\", "/")
+            pieces.append(f"{{\\k{round((b - a) * 100)}}}{word} ")
+            t = b
+        text = "".join(pieces).rstrip() if pieces else ln.text
+        start_ms, end_ms = round(ln.start_s * 1000), round((ln.start_s + ln.duration_s) * 1000)
+        subs.append(pysubs2.SSAEvent(start=start_ms, end=end_ms, text=text, name=ln.role))
+    return subs
+
+
+def cue_sheet_json(lines: Sequence[LineTiming]) -> list[dict[str, object]]:
+    """Each voiced line with its times, what was heard and each word's time on the show timeline."""
+    rows: list[dict[str, object]] = []
+    for ln in _voiced(lines):
+        n = ln.notes
+        end_s = round(ln.start_s + ln.duration_s, 3)
+        row: dict[str, object] = {"cue": ln.cue_index, "role": ln.role, "text": ln.text,
+                                  "start_s": round(ln.start_s, 3), "end_s": end_s}  # fmt: skip
+        if n.wer is not None:
+            row |= {"wer": round(n.wer, 3), "heard": n.heard, "check": n.check}
+        if n.fit:
+            row["fit"] = n.fit
+        row["words"] = [{"text": t, "start_s": round(ln.start_s + a, 3), "end_s": round(ln.start_s + b, 3)}
+                        for t, a, b in n.words]  # fmt: skip
+        rows.append(row)
+    return rows
+
+
+def write_captions(out: Path, lines: Sequence[LineTiming]) -> list[Path]:
+    """Next to the mix `out`: .words.srt, .words.vtt, .karaoke.ass and .cues.json; the paths."""
+    paths = [out.with_suffix(s) for s in (".words.srt", ".words.vtt", ".karaoke.ass", ".cues.json")]
+    paths[0].write_text(word_srt(lines), encoding="utf-8")
+    paths[1].write_text(word_vtt(lines), encoding="utf-8")
+    karaoke_ass(lines).save(str(paths[2]), format_="ass")
+    paths[3].write_text(json.dumps(cue_sheet_json(lines), indent=1, ensure_ascii=False), encoding="utf-8")
+    return paths

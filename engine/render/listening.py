@@ -1,0 +1,87 @@
+"""After a line is voiced, in the voicing threads (never on the mixing path): fit it to its
+slot, listen to it (the line check and its word times), and, if it is marked "check", voice
+it once more and keep the better take."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from engine.asr import LineCheck, LineChecker
+from engine.cast import Cast
+from engine.core.limits import VOICE_LIMITS
+from engine.core.types import SAMPLE_RATE_HZ, Cue
+from engine.render.fitting import Fit, FitOptions, Slot, fit_line, plan_slots
+from engine.render.result import LineNotes
+from engine.synthesis.base import Mono, Synthesizer, SynthRequest
+from engine.synthesis.delivery import delivered_audio, delivered_voice
+
+RETAKE_RATE = 0.9
+"""A retake of a line without a slot is voiced this much slower (clearer; and a deterministic
+backend such as espeak-ng would otherwise say it exactly the same way)."""
+
+
+@dataclass(frozen=True)
+class Listening:
+    """What a render does with each voiced line beyond mixing it."""
+
+    check: LineChecker | None = None
+    """Transcribe and score each line (the asr extra); None: no line check, no word times."""
+    fit: FitOptions | None = None
+    """Fit lines with a time slot (SRT/VTT/ASS imports) into it; None: place them as voiced."""
+    retake: bool = False
+    """Voice a line marked "check" once more and keep the take with the lower WER."""
+
+
+class LineFinisher:
+    """`Listening` for one render: the slots planned from the script, the synthesizer for
+    retakes and rate changes."""
+
+    def __init__(self, listening: Listening, cues: tuple[Cue, ...], cast: Cast, synth: Synthesizer) -> None:
+        self.listening, self.cast, self.synth = listening, cast, synth
+        self.slots: dict[int, Slot] = plan_slots(cues, listening.fit) if listening.fit is not None else {}
+
+    def _voice(self, cue: Cue, rate: float) -> Mono:
+        voice = delivered_voice(self.cast[cue.role], cue.hints)
+        lo, hi = VOICE_LIMITS["rate_wpm"]
+        voice = dataclasses.replace(voice, rate_wpm=int(min(hi, max(lo, round(voice.rate_wpm * rate)))))
+        audio = self.synth.synthesize([SynthRequest(cue.text, voice, cue.index)])[0]
+        return delivered_audio(audio, cue.hints, SAMPLE_RATE_HZ)
+
+    def _backend(self, cue: Cue) -> str:
+        fell_back = getattr(self.synth, "fallbacks", {}).get(cue.index)
+        return "espeak" if fell_back else self.cast[cue.role].backend
+
+    def _take(self, cue: Cue, audio: Mono) -> tuple[Mono, Fit | None, LineCheck | None]:
+        fit = None
+        slot = self.slots.get(cue.index)
+        if slot is not None and self.listening.fit is not None:
+            audio, fit = fit_line(
+                audio, slot, lambda r: self._voice(cue, r), SAMPLE_RATE_HZ, self.listening.fit
+            )
+        check = self.listening.check
+        heard = check(audio, cue.text, self._backend(cue)) if check is not None else None
+        return audio, fit, heard
+
+    def __call__(self, cue: Cue, audio: Mono) -> tuple[Mono, LineNotes]:
+        audio, fit, heard = self._take(cue, audio)
+        retaken = False
+        if heard is not None and heard.flagged and self.listening.retake:
+            rate = 1.0 if cue.index in self.slots else RETAKE_RATE
+            audio2, fit2, heard2 = self._take(cue, self._voice(cue, rate))
+            retaken = True
+            if heard2 is not None and heard2.wer < heard.wer:
+                audio, fit, heard = audio2, fit2, heard2
+        return audio, notes_for(fit, heard, retaken)
+
+
+def notes_for(fit: Fit | None, heard: LineCheck | None, retaken: bool = False) -> LineNotes:
+    notes = LineNotes(retaken=retaken)
+    if heard is not None:
+        words = tuple((w.text, w.start_s, w.end_s) for w in heard.words)
+        notes = dataclasses.replace(notes, wer=heard.wer, heard=heard.heard, check=heard.flagged, words=words)
+    if fit is not None:
+        notes = dataclasses.replace(notes, fit=fit.strategy, misfit_before_s=fit.before_s,
+                                    misfit_after_s=fit.after_s, rate=fit.rate,
+                                    stretch=fit.stretch)  # fmt: skip
+    return notes
