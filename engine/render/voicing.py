@@ -23,7 +23,7 @@ Voiced = tuple[Cue, Mono | None, str | None]
 
 def _voice_batch(synth: Synthesizer, cues: Sequence[Cue], cast: Cast) -> list[Voiced]:
     """One batch; if the batch fails, each line is retried alone so a bad line fails alone."""
-    requests = [SynthRequest(c.text, delivered_voice(cast[c.role], c.hints), c.index) for c in cues]
+    requests = [SynthRequest(c.text, delivered_voice(cast[c.role], c.hints), c.index, c.role) for c in cues]
     try:
         voiced = synth.synthesize(requests)
         return [
