@@ -261,6 +261,15 @@ class ClusterHead:
         ref = self.workers[worker].handle.warm.remote(self._voices[role])
         self._warming[ref] = (role, worker)
 
+    def settle(self, timeout_s: float) -> None:
+        """Wait up to `timeout_s` for copies left behind and voice warm-ups to land, then
+        account for them (a shutdown, a test, a benchmark's final figures)."""
+        with self._lock:
+            refs = [*self._warming, *self._left_behind]
+        if refs:
+            ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
+        self._drain()
+
     def _drain(self) -> None:
         """Confirm voices loaded on new owners; drop late copies of lines already voiced."""
         with self._lock:

@@ -134,3 +134,35 @@ def test_a_killed_worker_loses_nothing_and_the_mix_equals_a_local_render(
     a, _ = sf.read(tmp_path / "cluster.wav", dtype="int32")
     b, _ = sf.read(tmp_path / "local.wav", dtype="int32")
     assert a.shape == b.shape and np.array_equal(a, b)
+
+
+def test_a_silent_worker_is_replaced_and_its_late_copies_are_dropped(ray_cluster: Any) -> None:
+    from engine.cluster.connect import ClusterSynthesizer, RayCluster
+    from engine.cluster.head import ClusterHead
+
+    synth = ClusterSynthesizer(RayCluster(ClusterHead(ttl_s=3.0), heartbeat_s=None, simulated={}))
+    head = synth.head
+    stopped: list[tuple[str, int]] = []
+
+    def stop_first(worker: str, tickets: list[int]) -> None:
+        if not stopped:  # frozen holding its lines: it answers neither them nor a heartbeat
+            stopped.append((worker, len(tickets)))
+            os.kill(head.workers[worker].pid, signal.SIGSTOP)
+
+    head.on_send = stop_first
+    reqs = [SynthRequest(text, Voice(), k, role) for k, (role, text) in enumerate(lines(40))]
+    try:
+        out = synth.synthesize(reqs)
+        head.on_send = None
+        worker, n_stopped = stopped[0]
+        assert len(out) == 40 and head.lines_done == 40 and head.resent_lines == n_stopped
+        assert not head.workers[worker].alive and worker not in head.ring
+        os.kill(head.workers[worker].pid, signal.SIGCONT)
+        head.settle(60)  # the late copies land and are dropped
+        head.heartbeat()  # the worker answers again and rejoins
+        assert head.duplicates_dropped == n_stopped and head.lines_done == 40
+        assert head.workers[worker].alive and worker in head.ring
+    finally:
+        for w, _ in stopped:
+            os.kill(head.workers[w].pid, signal.SIGCONT)
+        synth.close()
