@@ -4,9 +4,10 @@ The head knows each role's queued lines. A worker's load is the queued lines of 
 it owns; the imbalance is the relative entropy of the load shares against the capacity
 shares, scaled to 0..1 (0: every worker loaded in proportion to its capacity; 1: all the
 work on the smallest worker). For equal capacities it is 1 - H(loads) / log(N). When it
-exceeds the threshold, a step changes one worker's ring weight by whole points, choosing
-the change that lowers the imbalance most while the roles it moves hold at most
-`move_share` of the queued lines. A moved role is double-routed: its old worker keeps
+exceeds the threshold, steps begin and go on until it is down to `settle` (hysteresis: a
+ring hovering at the threshold does not flap). A step changes one worker's ring weight by
+whole points, choosing the change that lowers the imbalance most while the roles it moves
+hold at most `move_share` of the queued lines. A moved role is double-routed: its old worker keeps
 voicing it until the new one says its voice is loaded (`confirm`), so there is no gap.
 """
 
@@ -21,6 +22,8 @@ from engine.cluster.ring import HashRing, point
 
 IMBALANCE_THRESHOLD = 0.18
 """Rebalance only above this imbalance (the design document's figure)."""
+IMBALANCE_SETTLE = 0.02
+"""Once begun, rebalancing goes on down to this imbalance."""
 _TRIED = 3
 """A step tries weight changes on this many of the most and of the least loaded workers."""
 MOVE_SHARE = 0.03
@@ -76,7 +79,8 @@ class Step:
 class _Candidate:
     worker: str
     vnodes: int
-    owners: dict[str, str]
+    moved: dict[str, str]
+    """Role -> its new worker, for the roles this change moves."""
     moved_lines: int
     score: float
 
@@ -89,6 +93,9 @@ class Rebalancer:
     capacities: dict[str, float] = field(default_factory=dict)
     """Declared capacity per worker (cores, GPU memory); the ring's weights start from it."""
     threshold: float = IMBALANCE_THRESHOLD
+    settle: float = IMBALANCE_SETTLE
+    active: bool = False
+    """Rebalancing began (the imbalance passed `threshold`) and has not yet reached `settle`."""
     move_share: float = MOVE_SHARE
     transitions: dict[str, Move] = field(default_factory=dict)
     """Roles being moved, by role: served by `old` until `confirm`."""
@@ -132,25 +139,30 @@ class Rebalancer:
         return imbalance(self.loads(queued), caps)
 
     def step(self, queued: Mapping[str, int]) -> Step:
-        """One bounded step if the imbalance is over the threshold (else nothing moves)."""
+        """One bounded step while rebalancing (see `active`); else nothing moves."""
         caps = {w: self.capacity(w) for w in self.ring.workers}
         owners = {r: self.ring.owner(r) for r, n in queued.items() if n > 0}
-        before = _imbalance_of(owners, queued, caps)
-        budget = self.move_share * sum(n for n in queued.values() if n > 0)
-        if before <= self.threshold or len(caps) < 2:
+        loads = dict.fromkeys(caps, 0.0)
+        for r, w in owners.items():
+            loads[w] += queued[r]
+        before = imbalance(loads, caps)
+        budget = self.move_share * sum(loads.values())
+        self.active = len(caps) > 1 and before > (self.settle if self.active else self.threshold)
+        if not self.active:
             return Step(before, before, budget)
         self._hashes = {r: point(r) for r in owners}
         self._slots = {r: self.ring.slot(r) for r in owners}
         best: _Candidate | None = None
-        for c in self._candidates(owners, queued, caps):
+        for c in self._candidates(owners, loads, queued, caps):
             if 0 < c.moved_lines <= budget and c.score < before and (best is None or c.score < best.score):
                 best = c
-        if best is None:
+        if best is None:  # nothing within the budget helps: stop until the threshold is passed again
+            self.active = False
             return Step(before, before, budget)
         old_vnodes = self.ring.vnodes(best.worker)
-        serving = {r: self.route(r) for r, w in best.owners.items() if w != owners[r]}
+        serving = {r: self.route(r) for r in best.moved}
         self.ring.set_vnodes(best.worker, best.vnodes)
-        changed = [Move(r, old, best.owners[r], queued[r]) for r, old in serving.items()]
+        changed = [Move(r, old, best.moved[r], queued[r]) for r, old in serving.items()]
         for m in changed:
             if m.old == m.new:
                 self.transitions.pop(m.role, None)  # moved back before the switch: no move
@@ -160,59 +172,56 @@ class Rebalancer:
         return Step(before, best.score, budget, moves, best.worker, (old_vnodes, best.vnodes))
 
     def _candidates(
-        self, owners: dict[str, str], queued: Mapping[str, int], caps: dict[str, float]
+        self,
+        owners: dict[str, str],
+        loads: dict[str, float],
+        queued: Mapping[str, int],
+        caps: dict[str, float],
     ) -> list[_Candidate]:
         """Fewer points for the most loaded workers, more for the least loaded, in steps that
         grow geometrically (so a light worker can catch up with a heavy one in a few steps)."""
-        per_cap = {w: sum(queued[r] for r, o in owners.items() if o == w) / caps[w] for w in caps}
-        by_load = sorted(caps, key=lambda w: (per_cap[w], w))
+        by_load = sorted(caps, key=lambda w: (loads[w] / caps[w], w))
         widest = max(self.ring.vnodes(w) for w in caps)
+        held: dict[str, list[str]] = {}
+        for r, w in owners.items():
+            held.setdefault(w, []).append(r)
         out: list[_Candidate] = []
         for src in by_load[-_TRIED:][::-1]:
             n = self.ring.vnodes(src)
             for k in _sizes(n - 1):
-                out.append(self._score(src, n - k, owners, self._without_points(src, n - k, owners),
-                                       queued, caps))  # fmt: skip
+                moved = self._without_points(src, n - k, held.get(src, []))
+                out.append(_score(src, n - k, owners, moved, loads, queued, caps))
         for dst in by_load[:_TRIED]:
             n = self.ring.vnodes(dst)
             for k in _sizes(widest):
-                out.append(self._score(dst, n + k, owners, self._with_points(dst, n + k, owners),
-                                       queued, caps))  # fmt: skip
+                moved = self._with_points(dst, n + k, owners)
+                out.append(_score(dst, n + k, owners, moved, loads, queued, caps))
         return out
 
-    def _score(
-        self,
-        worker: str,
-        vnodes: int,
-        owners: dict[str, str],
-        new_owners: dict[str, str],
-        queued: Mapping[str, int],
-        caps: dict[str, float],
-    ) -> _Candidate:
-        moved = sum(queued[r] for r, w in new_owners.items() if w != owners[r])
-        return _Candidate(worker, vnodes, new_owners, moved, _imbalance_of(new_owners, queued, caps))
-
-    def _without_points(self, worker: str, keep: int, owners: dict[str, str]) -> dict[str, str]:
-        """Owners if `worker` kept only its first `keep` points (dropped arcs pass clockwise)."""
+    def _without_points(self, worker: str, keep: int, roles: list[str]) -> dict[str, str]:
+        """Where `worker`'s `roles` would go if it kept only its first `keep` points (a
+        dropped point's arc passes clockwise): the roles that would move."""
         n = self.ring.vnodes(worker)
         dropped = set(self.ring.vnode_points(worker, n)[keep:])
         pts, who = self.ring.points, self.ring.point_owners
-        out = dict(owners)
-        for role, w in owners.items():
-            if w != worker:
-                continue
+        out: dict[str, str] = {}
+        for role in roles:
             k = self._slots[role]
             while pts[k] in dropped:
                 k = (k + 1) % len(pts)
-            out[role] = who[k]
+            if who[k] != worker:
+                out[role] = who[k]
         return out
 
     def _with_points(self, worker: str, count: int, owners: dict[str, str]) -> dict[str, str]:
-        """Owners if `worker` had `count` points: a new point takes the roles just before it."""
+        """The roles `worker` would take with `count` points (a new point takes the roles
+        just before it on the ring)."""
         added = sorted(self.ring.vnode_points(worker, count)[self.ring.vnodes(worker) :])
         pts = self.ring.points
-        out = dict(owners)
-        for role in owners:
+        out: dict[str, str] = {}
+        for role, w in owners.items():
+            if w == worker:
+                continue
             h, p = self._hashes[role], pts[self._slots[role]]
             i = bisect.bisect_left(added, h)
             if p >= h:
@@ -224,6 +233,23 @@ class Rebalancer:
         return out
 
 
+def _score(
+    worker: str,
+    vnodes: int,
+    owners: Mapping[str, str],
+    moved: dict[str, str],
+    loads: Mapping[str, float],
+    queued: Mapping[str, int],
+    caps: Mapping[str, float],
+) -> _Candidate:
+    """The imbalance after `moved` (role -> new worker), from the current loads."""
+    after = dict(loads)
+    for r, w in moved.items():
+        after[owners[r]] -= queued[r]
+        after[w] += queued[r]
+    return _Candidate(worker, vnodes, moved, sum(queued[r] for r in moved), imbalance(after, caps))
+
+
 def _sizes(limit: int) -> list[int]:
     """1, 2, 3, 4, 6, 8, 12, 16, ... up to `limit`: point-count changes a step tries."""
     out: list[int] = []
@@ -232,10 +258,3 @@ def _sizes(limit: int) -> list[int]:
         out.append(k)
         k = k + 1 if k < 4 else k + k // 2
     return out
-
-
-def _imbalance_of(owners: Mapping[str, str], queued: Mapping[str, int], caps: Mapping[str, float]) -> float:
-    loads = dict.fromkeys(caps, 0.0)
-    for role, w in owners.items():
-        loads[w] += queued[role]
-    return imbalance(loads, caps)

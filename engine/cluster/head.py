@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,6 +85,8 @@ class ClusterHead:
         self.resent_lines = 0
         self.duplicates_dropped = 0
         self.workers_lost = 0
+        self.resent_ids: deque[int] = deque(maxlen=10_000)
+        """Request ids of the latest lines re-sent (which lines a lost worker delayed)."""
         self.to_owner_lines = 0
         """Lines voiced by their role's ring owner (the rest: moves in progress, re-sends)."""
         self.on_send: Callable[[str, list[int]], None] | None = None
@@ -223,7 +225,9 @@ class ClusterHead:
                 ref = w.handle.synthesize.remote([(t, lines[t]) for t in group])
                 pending[ref] = _Send(worker, group)
                 w.load_lines += len(group)
-            self.resent_lines += len(tickets) if resend else 0
+            if resend:
+                self.resent_lines += len(tickets)
+                self.resent_ids.extend(lines[t].request_id for t in tickets)
         for worker, group in groups.items():
             if self.on_send is not None:
                 self.on_send(worker, group)
@@ -295,14 +299,25 @@ class ClusterHead:
                 self.duplicates_dropped += sum(1 for t, _ in out if t in send.done)
 
     # --- load and state --------------------------------------------------------------
-    def rebalance(self) -> Step:
-        """One rebalancing step over the lines each role had since the last one."""
+    def recent_load(self) -> dict[str, int]:
+        """Lines per role lately (what rebalancing spreads)."""
+        with self._lock:
+            return dict(self._recent)
+
+    def note_load(self, lines_per_role: dict[str, int]) -> None:
+        """Count load the head did not route itself (a plan's lines, a previous run's)."""
+        with self._lock:
+            self._recent.update(lines_per_role)
+
+    def rebalance(self, decay: bool = True) -> Step:
+        """One rebalancing step over the lines each role had lately; `decay` halves those
+        counts afterwards (the heartbeat's steps, so older load counts less)."""
         with self._lock:
             step = self.rebalancer.step(self._recent)
             for m in step.moves:
                 self._warm(m.role, m.new)
-            for role in list(self._recent):
-                self._recent[role] //= 2  # older load counts less
+            for role in list(self._recent) if decay else ():
+                self._recent[role] //= 2
                 if not self._recent[role]:
                     del self._recent[role]
             self.publish()

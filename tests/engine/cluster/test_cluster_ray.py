@@ -166,3 +166,32 @@ def test_a_silent_worker_is_replaced_and_its_late_copies_are_dropped(ray_cluster
         for w, _ in stopped:
             os.kill(head.workers[w].pid, signal.SIGCONT)
         synth.close()
+
+
+def test_a_skewed_ring_rebalances_and_moved_roles_switch_once_their_voice_is_loaded(
+    exact_cluster: Any,
+) -> None:
+    from engine.cluster.balance import IMBALANCE_THRESHOLD, MOVE_SHARE
+
+    head = exact_cluster.head
+    heavy = next(iter(head.workers))
+    head.ring.set_weight(heavy, 8.0)  # the imposed skew: one worker holds nearly every role
+    reqs = [
+        SynthRequest(text, Voice(pitch=20 + k % 64), k, f"R{k % 64}")
+        for k, (_, text) in enumerate(lines(256))
+    ]
+    exact_cluster.synthesize(reqs)  # the load the head has seen per role
+    assert head.rebalancer.imbalance(head.recent_load()) > IMBALANCE_THRESHOLD
+    steps = 0
+    while steps < 200:
+        step = head.rebalance(decay=False)
+        if not step.moves:
+            break
+        steps += 1
+        assert step.moved_lines <= MOVE_SHARE * 256
+        for m in step.moves:  # double-routed: the old worker voices it until the new one has the voice
+            assert head.rebalancer.route(m.role) == m.old != m.new
+    assert 0 < steps < 200 and head.rebalancer.imbalance(head.recent_load()) <= IMBALANCE_THRESHOLD
+    head.settle(60)  # the new owners' warm-ups land: each moved role switches
+    assert not head.rebalancer.transitions
+    assert all(head.rebalancer.route(f"R{k}") == head.ring.owner(f"R{k}") for k in range(64))
