@@ -83,6 +83,8 @@ class _Candidate:
     """Role -> its new worker, for the roles this change moves."""
     moved_lines: int
     score: float
+    pin: bool = False
+    """Move one role by hand (its arc is too coarse for a weight change within the budget)."""
 
 
 @dataclass
@@ -99,6 +101,9 @@ class Rebalancer:
     move_share: float = MOVE_SHARE
     transitions: dict[str, Move] = field(default_factory=dict)
     """Roles being moved, by role: served by `old` until `confirm`."""
+    pins: dict[str, str] = field(default_factory=dict)
+    """Roles placed on a worker by hand, over the ring: where a weight change would move
+    more lines than a step may (few points, roles clumped on one arc)."""
     _hashes: dict[str, int] = field(default_factory=dict, repr=False)
     _slots: dict[str, int] = field(default_factory=dict, repr=False)
     """Each queued role's ring position and owning point, for the step being evaluated."""
@@ -109,7 +114,11 @@ class Rebalancer:
     def route(self, role: str) -> str:
         """The worker that voices `role` now (its old worker while it is being moved)."""
         move = self.transitions.get(role)
-        return move.old if move is not None else self.ring.owner(role)
+        return move.old if move is not None else self.owner(role)
+
+    def owner(self, role: str) -> str:
+        """Where `role` belongs: its pin, else its ring owner."""
+        return self.pins.get(role) or self.ring.owner(role)
 
     def confirm(self, role: str, worker: str) -> bool:
         """`worker` has `role`'s voice loaded: switch the role to it if it is the new owner."""
@@ -124,6 +133,9 @@ class Rebalancer:
         for role, move in list(self.transitions.items()):
             if worker in (move.old, move.new):
                 del self.transitions[role]
+        for role, pinned in list(self.pins.items()):
+            if pinned == worker:
+                del self.pins[role]
         self.capacities.pop(worker, None)
 
     def loads(self, queued: Mapping[str, int]) -> dict[str, float]:
@@ -131,7 +143,7 @@ class Rebalancer:
         out = dict.fromkeys(self.ring.workers, 0.0)
         for role, n in queued.items():
             if n > 0:
-                out[self.ring.owner(role)] += n
+                out[self.owner(role)] += n
         return out
 
     def imbalance(self, queued: Mapping[str, int]) -> float:
@@ -141,7 +153,7 @@ class Rebalancer:
     def step(self, queued: Mapping[str, int]) -> Step:
         """One bounded step while rebalancing (see `active`); else nothing moves."""
         caps = {w: self.capacity(w) for w in self.ring.workers}
-        owners = {r: self.ring.owner(r) for r, n in queued.items() if n > 0}
+        owners = {r: self.owner(r) for r, n in queued.items() if n > 0}
         loads = dict.fromkeys(caps, 0.0)
         for r, w in owners.items():
             loads[w] += queued[r]
@@ -153,15 +165,18 @@ class Rebalancer:
         self._hashes = {r: point(r) for r in owners}
         self._slots = {r: self.ring.slot(r) for r in owners}
         best: _Candidate | None = None
-        for c in self._candidates(owners, loads, queued, caps):
-            if 0 < c.moved_lines <= budget and c.score < before and (best is None or c.score < best.score):
+        for c in self._candidates(owners, loads, queued, caps, budget):
+            if c.score < before and (best is None or c.score < best.score):
                 best = c
         if best is None:  # nothing within the budget helps: stop until the threshold is passed again
             self.active = False
             return Step(before, before, budget)
         old_vnodes = self.ring.vnodes(best.worker)
         serving = {r: self.route(r) for r in best.moved}
-        self.ring.set_vnodes(best.worker, best.vnodes)
+        if best.pin:
+            self.pins.update(best.moved)
+        else:
+            self.ring.set_vnodes(best.worker, best.vnodes)
         changed = [Move(r, old, best.moved[r], queued[r]) for r, old in serving.items()]
         for m in changed:
             if m.old == m.new:
@@ -177,84 +192,117 @@ class Rebalancer:
         loads: dict[str, float],
         queued: Mapping[str, int],
         caps: dict[str, float],
+        budget: float,
     ) -> list[_Candidate]:
-        """Fewer points for the most loaded workers, more for the least loaded, in steps that
-        grow geometrically (so a light worker can catch up with a heavy one in a few steps)."""
+        """Fewer points for the most loaded workers, more for the least loaded: every point
+        count at which another role would move, while the roles moved fit in the budget."""
         by_load = sorted(caps, key=lambda w: (loads[w] / caps[w], w))
         widest = max(self.ring.vnodes(w) for w in caps)
         held: dict[str, list[str]] = {}
-        for r, w in owners.items():
+        free = {r: w for r, w in owners.items() if r not in self.pins}  # roles a weight change moves
+        for r, w in free.items():
             held.setdefault(w, []).append(r)
         out: list[_Candidate] = []
         for src in by_load[-_TRIED:][::-1]:
             n = self.ring.vnodes(src)
-            for k in _sizes(n - 1):
-                moved = self._without_points(src, n - k, held.get(src, []))
-                out.append(_score(src, n - k, owners, moved, loads, queued, caps))
+            schedule = self._drop_schedule(src, held.get(src, []))
+            out += _prefixes(
+                src, [n - k for k, _, _ in schedule], schedule, owners, loads, queued, caps, budget
+            )
         for dst in by_load[:_TRIED]:
             n = self.ring.vnodes(dst)
-            for k in _sizes(widest):
-                moved = self._with_points(dst, n + k, owners)
-                out.append(_score(dst, n + k, owners, moved, loads, queued, caps))
+            schedule = self._add_schedule(dst, widest, free)
+            out += _prefixes(
+                dst, [n + k for k, _, _ in schedule], schedule, owners, loads, queued, caps, budget
+            )
+        if not any(c.score < imbalance(loads, caps) for c in out):
+            out += _pins(by_load[-1], by_load[0], owners, loads, queued, caps, budget)
         return out
 
-    def _without_points(self, worker: str, keep: int, roles: list[str]) -> dict[str, str]:
-        """Where `worker`'s `roles` would go if it kept only its first `keep` points (a
-        dropped point's arc passes clockwise): the roles that would move."""
+    def _drop_schedule(self, worker: str, roles: list[str]) -> list[tuple[int, str, str]]:
+        """(points to drop, role, its new worker) for each of `worker`'s roles that would
+        move if `worker` dropped its highest-numbered points, fewest drops first. A role
+        moves once every point of the worker's run that starts at its owning point is
+        dropped; it goes to the owner of the point after the run."""
+        pts, who, idx = self.ring.points, self.ring.point_owners, self.ring.point_indices
         n = self.ring.vnodes(worker)
-        dropped = set(self.ring.vnode_points(worker, n)[keep:])
-        pts, who = self.ring.points, self.ring.point_owners
-        out: dict[str, str] = {}
+        out = []
         for role in roles:
-            k = self._slots[role]
-            while pts[k] in dropped:
+            k, lowest = self._slots[role], n
+            while who[k] == worker:
+                lowest = min(lowest, idx[k])
                 k = (k + 1) % len(pts)
-            if who[k] != worker:
-                out[role] = who[k]
-        return out
+                if k == self._slots[role]:
+                    break  # the worker holds the whole ring
+            if who[k] != worker and n - lowest < n:  # a worker keeps at least one point
+                out.append((n - lowest, role, who[k]))
+        return sorted(out)
 
-    def _with_points(self, worker: str, count: int, owners: dict[str, str]) -> dict[str, str]:
-        """The roles `worker` would take with `count` points (a new point takes the roles
-        just before it on the ring)."""
-        added = sorted(self.ring.vnode_points(worker, count)[self.ring.vnodes(worker) :])
+    def _add_schedule(self, worker: str, most: int, owners: dict[str, str]) -> list[tuple[int, str, str]]:
+        """(points to add, role, `worker`) for each role `worker` would take with up to `most`
+        more points (a new point takes the roles just before it), fewest points first."""
+        n = self.ring.vnodes(worker)
+        new = sorted((p, k + 1) for k, p in enumerate(self.ring.vnode_points(worker, n + most)[n:]))
+        positions = [p for p, _ in new]
         pts = self.ring.points
-        out: dict[str, str] = {}
+        out = []
         for role, w in owners.items():
             if w == worker:
                 continue
             h, p = self._hashes[role], pts[self._slots[role]]
-            i = bisect.bisect_left(added, h)
+            lo = bisect.bisect_left(positions, h)
             if p >= h:
-                takes = i < len(added) and added[i] < p
+                inside = new[lo : bisect.bisect_left(positions, p)]
             else:  # the role's arc wraps past the top of the ring
-                takes = i < len(added) or (bool(added) and added[0] < p)
-            if takes:
-                out[role] = worker
-        return out
+                inside = new[lo:] + new[: bisect.bisect_left(positions, p)]
+            if inside:
+                out.append((min(k for _, k in inside), role, worker))
+        return sorted(out)
 
 
-def _score(
-    worker: str,
-    vnodes: int,
+def _pins(
+    src: str,
+    dst: str,
     owners: Mapping[str, str],
-    moved: dict[str, str],
     loads: Mapping[str, float],
     queued: Mapping[str, int],
     caps: Mapping[str, float],
-) -> _Candidate:
-    """The imbalance after `moved` (role -> new worker), from the current loads."""
+    budget: float,
+) -> list[_Candidate]:
+    """Moving one of `src`'s roles to `dst` by hand, for each role that fits the budget."""
+    out = []
+    for role, w in owners.items():
+        if w == src and queued[role] <= budget:
+            after = dict(loads)
+            after[src] -= queued[role]
+            after[dst] += queued[role]
+            out.append(_Candidate(dst, 0, {role: dst}, queued[role], imbalance(after, caps), pin=True))
+    return out
+
+
+def _prefixes(
+    worker: str,
+    vnodes: list[int],
+    schedule: list[tuple[int, str, str]],
+    owners: Mapping[str, str],
+    loads: Mapping[str, float],
+    queued: Mapping[str, int],
+    caps: Mapping[str, float],
+    budget: float,
+) -> list[_Candidate]:
+    """A candidate at each point count of `schedule` (roles in the order they would move),
+    as long as the lines moved fit in `budget`; loads are updated role by role."""
     after = dict(loads)
-    for r, w in moved.items():
-        after[owners[r]] -= queued[r]
-        after[w] += queued[r]
-    return _Candidate(worker, vnodes, moved, sum(queued[r] for r in moved), imbalance(after, caps))
-
-
-def _sizes(limit: int) -> list[int]:
-    """1, 2, 3, 4, 6, 8, 12, 16, ... up to `limit`: point-count changes a step tries."""
-    out: list[int] = []
-    k = 1
-    while k <= limit:
-        out.append(k)
-        k = k + 1 if k < 4 else k + k // 2
+    moved: dict[str, str] = {}
+    lines = 0
+    out: list[_Candidate] = []
+    for j, (k, role, new) in enumerate(schedule):
+        lines += queued[role]
+        if lines > budget:
+            break
+        after[owners[role]] -= queued[role]
+        after[new] += queued[role]
+        moved[role] = new
+        if j + 1 == len(schedule) or schedule[j + 1][0] != k:  # all roles at this count are in
+            out.append(_Candidate(worker, vnodes[j], dict(moved), lines, imbalance(after, caps)))
     return out

