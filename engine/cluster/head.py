@@ -271,7 +271,11 @@ class ClusterHead:
     def _warm(self, role: str, worker: str) -> None:
         if any(v == (role, worker) for v in self._warming.values()):
             return
-        ref = self.workers[worker].handle.warm.remote(self._voices[role])
+        voice = self._voices.get(role)
+        if voice is None:  # a role known only from its load: no voice to load first
+            self.rebalancer.confirm(role, worker)
+            return
+        ref = self.workers[worker].handle.warm.remote(voice)
         self._warming[ref] = (role, worker)
 
     def settle(self, timeout_s: float) -> None:
