@@ -7,8 +7,10 @@ work on the smallest worker). For equal capacities it is 1 - H(loads) / log(N). 
 exceeds the threshold, steps begin and go on until it is down to `settle` (hysteresis: a
 ring hovering at the threshold does not flap). A step changes one worker's ring weight by
 whole points, choosing the change that lowers the imbalance most while the roles it moves
-hold at most `move_share` of the queued lines. A moved role is double-routed: its old worker keeps
-voicing it until the new one says its voice is loaded (`confirm`), so there is no gap.
+hold at most `move_share` of the queued lines; where no weight change fits (few points,
+roles clumped on one arc) it pins a single role to the least loaded worker. A moved role
+is double-routed: its old worker keeps voicing it until the new one says its voice is
+loaded (`confirm`), so there is no gap.
 """
 
 from __future__ import annotations
