@@ -1,7 +1,7 @@
 """Troupe: the one entry point.
 
 python main.py                    the director window (GUI)
-python main.py render SCRIPT -o mix.wav|.flac|.mp3|.m4b [--stems DIR]
+python main.py render SCRIPT -o mix.wav|.flac|.mp3|.m4b [--stems DIR] [--cluster ADDRESS|auto]
 python main.py play SCRIPT [--device NAME] [--in-process-audio]
 python main.py voices | devices
 """
@@ -80,6 +80,17 @@ def _synth(processes: int, cast: Cast | None = None):  # type: ignore[no-untyped
     return Router(synths)
 
 
+def _cluster(address: str, processes: int):  # type: ignore[no-untyped-def]
+    """The Ray cluster at `address` (or `auto`) as one synthesizer, workers started on its nodes."""
+    from engine.core.errors import TroupeError
+
+    try:
+        from engine.cluster.connect import open_cluster
+    except ImportError as exc:
+        raise TroupeError(f"--cluster needs Ray: pip install -e '.[cluster]' ({exc})") from exc
+    return open_cluster(address, processes=processes)
+
+
 def _render_progress():  # type: ignore[no-untyped-def]
     """A rich progress bar on a terminal (lines voiced, audio written, time left); else nothing."""
     if not sys.stderr.isatty():
@@ -127,10 +138,11 @@ def cmd_render(args: argparse.Namespace) -> int:
     from engine.mixer import Pacing
     from engine.render import StemOptions, render_script
 
-    synths = [_synth(args.processes)]  # first: its workers start while the script loads
+    # first: its workers start while the script loads
+    synths = [_cluster(args.cluster, args.processes) if args.cluster else _synth(args.processes)]
     try:
         script, cast, edits = _load(args)
-        if any(v.backend in ("kokoro", "piper") for v in cast.voices.values()):
+        if not args.cluster and any(v.backend in ("kokoro", "piper") for v in cast.voices.values()):
             synths.append(_synth(args.processes, cast))
         stems = StemOptions(args.stem_mode, args.stem_format, args.sample_format)
         loudness = None
@@ -329,7 +341,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                           tuple(args.allowed_host))  # fmt: skip
     settings = SpeechSettings(processes=args.processes, policy=args.policy, scripts_dir=args.scripts_dir,
                               voice_aliases=dict(args.voice_alias), max_client_roles=args.max_client_roles,
-                              client_role_idle_s=args.client_role_idle)  # fmt: skip
+                              client_role_idle_s=args.client_role_idle,
+                              cluster=args.cluster or "")  # fmt: skip
     service = SpeechService(settings)
     try:
         if args.script:
@@ -402,6 +415,12 @@ def cmd_build_engine(args: argparse.Namespace) -> int:
     return 0
 
 
+CLUSTER_HELP = (
+    "voice on the Ray cluster at ADDRESS (HOST:6379, from 'ray start --head'), one worker per node "
+    "with --processes espeak-ng processes each; 'auto': this machine's cluster, or a local one"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="troupe", description="Live multi-role AI voice drama.")
     p.add_argument("--smoke", action="store_true", help="GUI self-test: open, play 2 s, exit")
@@ -426,6 +445,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-o", "--output", type=Path, required=True,
                    help="the mix: .wav .flac .mp3 .opus .ogg .m4a .m4b .aac (M4B, AAC: ffmpeg)")  # fmt: skip
     r.add_argument("--stems", type=Path, help="also write stems into this folder (off by default)")
+    r.add_argument("--cluster", metavar="ADDRESS", help=CLUSTER_HELP)
     r.add_argument("--stem-mode", choices=["roles", "clips"], default="roles",
                    help="roles: a file per role (mono unless panned); clips: a file per line")  # fmt: skip
     r.add_argument("--stem-format", choices=["flac", "wav"], default="flac", help="stems' format (flac)")
@@ -495,6 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--scripts-dir", type=Path, default=Path("."), help="POST /v1/script reads only here")
     sv.add_argument("--processes", type=WORKERS, default=1, help="espeak-ng worker processes (1..64)")
     sv.add_argument("--policy", default="role_aware", choices=["role_aware", "fifo"])
+    sv.add_argument("--cluster", metavar="ADDRESS", help=CLUSTER_HELP)
     sv.set_defaults(func=cmd_serve)
 
     be = sub.add_parser("build-engine", help="export Kokoro to ONNX and build a TensorRT engine")

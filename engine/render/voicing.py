@@ -48,7 +48,7 @@ def _voice_lines(
     synth: Synthesizer, cues: Sequence[Cue], cast: Cast
 ) -> list[tuple[Cue, Mono | None, str | None]]:
     """One batch; if the batch fails, each line is retried alone so a bad line fails alone."""
-    requests = [SynthRequest(c.text, delivered_voice(cast[c.role], c.hints), c.index) for c in cues]
+    requests = [SynthRequest(c.text, delivered_voice(cast[c.role], c.hints), c.index, c.role) for c in cues]
     try:
         voiced = synth.synthesize(requests)
         return [

@@ -96,7 +96,7 @@ class Backend:
         est = sum(self.estimate_s(r) for r in requests)
         batch = Batch(self.name, list(requests), now, now + max(self.min_timeout_s, 5 * est))
         self.inflight += 1
-        sreqs = [SynthRequest(r.text, self.voice_for(r), r.id) for r in requests]
+        sreqs = [SynthRequest(r.text, self.voice_for(r), r.id, r.role) for r in requests]
 
         def finish(fut: Future[list[Mono]]) -> None:
             batch.t_end = self.clock()

@@ -24,7 +24,7 @@ from engine.core.memory import IdleTrimmer, keep_large_blocks_mapped
 from engine.core.types import SAMPLE_RATE_HZ, Role, Script, Voice
 from engine.metrics import AnomalyDetector
 from engine.scheduler import Request, RequestClass, Scheduler, SchedulerConfig, State
-from engine.scheduler.backend import neural_voice_ids, standard_backends
+from engine.scheduler.backend import Backend, neural_voice_ids, standard_backends
 from engine.scheduler.request import Clock, monotonic
 from engine.script import load_script
 from engine.script.common import normalise_role
@@ -67,6 +67,9 @@ class SpeechSettings:
     """Roles clients may add (PUT /v1/roles); a script's roles do not count."""
     client_role_idle_s: float = 3600.0
     """A role a client added is dropped after this long unused."""
+    cluster: str = ""
+    """Voice on the Ray cluster at this address (`auto`: this machine's, or a local one);
+    empty: voice here."""
 
 
 class SpeechService:
@@ -77,7 +80,15 @@ class SpeechService:
         self.clock = clock
         keep_large_blocks_mapped()
         config = SchedulerConfig(policy=self.settings.policy, max_pending=self.settings.max_pending)
-        backends = standard_backends(self.settings.processes, self.settings.neural)
+        self.cluster: Any = None
+        """The cluster synthesizer when voicing on a cluster (its head feeds /metrics)."""
+        if self.settings.cluster:
+            from engine.cluster.connect import open_cluster
+
+            self.cluster = open_cluster(self.settings.cluster, processes=self.settings.processes)
+            backends = {"espeak": Backend(self.cluster, slots=max(2, len(self.cluster.head.workers)))}
+        else:
+            backends = standard_backends(self.settings.processes, self.settings.neural)
         self.scheduler = Scheduler(backends, config, clock)
         self.cast = Cast()
         self.script: Script | None = None

@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from engine.metrics import Rolling
 from engine.scheduler import Request, RequestClass, State
 from engine.scheduler.backend import Batch
+from engine.server.cluster_metrics import ClusterGauges
 from engine.server.tracing import make_tracer
 from engine.synthesis.gpu import gpu_memory
 
@@ -84,6 +85,7 @@ class Telemetry:
         self.gpu_utilisation = Gauge("troupe_gpu_utilisation_ratio", "GPU busy time", registry=r)
         self._gpu_at = -GPU_EVERY_S
         self.tracer = make_tracer()
+        self.cluster = ClusterGauges(r) if getattr(service, "cluster", None) is not None else None
 
     def observe_request(self, req: Request) -> None:
         """A request ended (engine thread)."""
@@ -148,6 +150,8 @@ class Telemetry:
             if count > self._seen[name]:
                 counter.inc(count - self._seen[name])
                 self._seen[name] = count
+        if self.cluster is not None:
+            self.cluster.update(self.service.cluster.head)
         now = time.monotonic()
         if now - self._gpu_at >= GPU_EVERY_S:
             self._gpu_at = now

@@ -22,6 +22,8 @@ class SynthRequest:
     text: str
     voice: Voice
     request_id: int = 0
+    role: str = ""
+    """Who says it: a cluster keeps each role's voice warm on one worker."""
 
 
 @dataclass(frozen=True)
