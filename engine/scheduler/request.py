@@ -95,11 +95,16 @@ class Request:
     are never given up (infinite)."""
     on_done: Callable[[Request], None] | None = None
     """Called on the engine thread when the request ends (done, failed or shed)."""
+    _est: tuple[str, float, float] | None = field(default=None, repr=False)
 
     @property
     def est_audio_s(self) -> float:
-        """Spoken length estimated from the words and the voice's rate."""
-        return spoken_length_s(self.text, self.voice.rate_wpm)
+        """Spoken length estimated from the words and the voice's rate (kept until either
+        changes: the role-aware policy asks for every queued line at each tick)."""
+        rate, e = self.voice.rate_wpm, self._est
+        if e is None or e[0] is not self.text or e[1] != rate:
+            e = self._est = (self.text, rate, spoken_length_s(self.text, rate))
+        return e[2]
 
     @property
     def give_up_at_s(self) -> float:

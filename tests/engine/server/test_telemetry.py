@@ -119,3 +119,19 @@ def test_metrics_and_probe_show_the_heatmaps_urgency_and_work() -> None:
         assert 0.0 < urgency["HERO"] < urgency["FOIL"] <= 1.0 and work["HERO"] > 0.0
     finally:
         sched.close()
+
+
+def test_anomaly_baseline_is_not_recomputed_for_every_sample(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from engine import metrics
+
+    calls = []
+    real = metrics.Rolling.percentile
+    monkeypatch.setattr(metrics.Rolling, "percentile", lambda self, q: calls.append(q) or real(self, q))
+    clock = Clock()
+    det = AnomalyDetector(window_s=60, clock=clock)
+    for k in range(2000):  # a busy server: 2,000 answers within a tenth of a second
+        clock.t += 0.00005
+        det.observe("synthesize", 100 + (k % 10))
+    assert 0 < len(calls) < 200  # refreshed as the sample count grows by 5%, not per sample
+    a = det.observe("synthesize", 250, "slow")
+    assert a is not None and a.baseline_p99_ms < 110  # still flags against a current baseline
