@@ -45,7 +45,7 @@ class RoleAwarePolicy:
 
     The deadline order is a sorted list. The system's slack, min over queued deadlines of
     (deadline - now - estimated work due before it), is computed by a scan of up to
-    `scan_limit` deadlines once per scheduler tick (`refresh`), and kept up to date in
+    `scan_limit` deadlines by the scheduler at most every `refresh_s` (`refresh`), and kept up to date in
     between in O(1) (conservatively: it is only ever lowered by arrivals and by out-of-order
     picks), so a decision never scans. `pop` refreshes by itself only when no tick has for
     `stale_s` (a caller without a tick loop, such as a test).
