@@ -15,21 +15,20 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
-import logging
-
-log = logging.getLogger("troupe.memory")
 
 
 @functools.cache
-def _trim() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]
-    name = ctypes.util.find_library("c")
-    if name is None:
+def _libc(name: str, argtypes: tuple[type, ...]) -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]
+    """The C library's function `name` (returning int), or None where it has none (not
+    glibc: musl, macOS)."""
+    lib = ctypes.util.find_library("c")
+    if lib is None:
         return None
     try:
-        fn = ctypes.CDLL(name).malloc_trim
-    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to do
+        fn = getattr(ctypes.CDLL(lib), name)
+    except (OSError, AttributeError):
         return None
-    fn.argtypes, fn.restype = [ctypes.c_size_t], ctypes.c_int
+    fn.argtypes, fn.restype = list(argtypes), ctypes.c_int
     return fn
 
 
@@ -44,23 +43,14 @@ this size) are mapped apart and unmapped when freed."""
 def keep_large_blocks_mapped() -> bool:
     """Fix glibc's mmap threshold (no dynamic raise); False where the C library has no
     mallopt. Once per process."""
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return False
-    try:
-        mallopt = ctypes.CDLL(name).mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return bool(mallopt(M_MMAP_THRESHOLD, AUDIO_MMAP_THRESHOLD))
+    mallopt = _libc("mallopt", (ctypes.c_int, ctypes.c_int))
+    return mallopt is not None and bool(mallopt(M_MMAP_THRESHOLD, AUDIO_MMAP_THRESHOLD))
 
 
 def release_free_memory() -> bool:
     """Return the C heap's free pages to the system; False where the C library cannot."""
-    fn = _trim()
-    if fn is None:
-        return False
-    return bool(fn(0))
+    trim = _libc("malloc_trim", (ctypes.c_size_t,))
+    return trim is not None and bool(trim(0))
 
 
 class IdleTrimmer:
