@@ -49,9 +49,10 @@ def _piper_voices() -> list:  # type: ignore[type-arg]
     return piper.voices() if piper is not None else []
 
 
-def _synth(processes: int, cast: Cast | None = None):  # type: ignore[no-untyped-def]
+def _synth(processes: int, cast: Cast | None = None, rate_hz: int = 48_000):  # type: ignore[no-untyped-def]
     """espeak-ng (in this process or a pool), and Kokoro or Piper where the cast names them; for the
-    offline render, so the workers run at normal priority (no live stream to yield to).
+    offline render, so the workers run at normal priority (no live stream to yield to). Lines
+    come out at `rate_hz` (espeak-ng's workers resample, or not at all at its own 22,050 Hz).
 
     NB: worker processes, not threads with private library copies: on a busy machine the
     threads used less CPU but took longer (bench_render.py, same run)."""
@@ -60,6 +61,7 @@ def _synth(processes: int, cast: Cast | None = None):  # type: ignore[no-untyped
     from engine.synthesis.router import Router
 
     espeak = EspeakPool(processes, niceness=0) if processes > 1 else EspeakSynthesizer()
+    espeak.sample_rate_hz = rate_hz
     if isinstance(espeak, EspeakPool):
         from engine.core.types import Voice
 
@@ -78,7 +80,7 @@ def _synth(processes: int, cast: Cast | None = None):  # type: ignore[no-untyped
         piper = make_piper()
         if piper is not None:
             synths["piper"] = piper
-    return Router(synths)
+    return Router(synths, sample_rate_hz=rate_hz)
 
 
 def _cluster(address: str, processes: int):  # type: ignore[no-untyped-def]
@@ -115,7 +117,7 @@ def _stop_resource_tracker() -> None:
         stop()
 
 
-def _listening(args: argparse.Namespace, script):  # type: ignore[no-untyped-def]
+def _listening(args: argparse.Namespace, script, rate_hz: int):  # type: ignore[no-untyped-def]
     """Fit-to-slot for a timed script (unless --no-fit) and the line check (--check, --retake);
     the recogniser loads now, so a missing asr extra is said before anything is voiced."""
     from engine.render.fitting import FitOptions
@@ -126,10 +128,9 @@ def _listening(args: argparse.Namespace, script):  # type: ignore[no-untyped-def
     check = None
     if args.check or args.retake:
         from engine.asr import line_checker, shared_transcriber
-        from engine.core.types import SAMPLE_RATE_HZ
 
         shared_transcriber().load()
-        check = line_checker(shared_transcriber(), SAMPLE_RATE_HZ)
+        check = line_checker(shared_transcriber(), rate_hz)
     if fit is None and check is None:
         return None
     return Listening(check=check, fit=fit, retake=args.retake)
@@ -140,11 +141,12 @@ def cmd_render(args: argparse.Namespace) -> int:
     from engine.render import StemOptions, render_script
 
     # first: its workers start while the script loads
-    synths = [_cluster(args.cluster, args.processes) if args.cluster else _synth(args.processes)]
+    rate = args.sample_rate
+    synths = [_cluster(args.cluster, args.processes) if args.cluster else _synth(args.processes, None, rate)]
     try:
         script, cast, edits = _load(args)
         if not args.cluster and any(v.backend in ("kokoro", "piper") for v in cast.voices.values()):
-            synths.append(_synth(args.processes, cast))
+            synths.append(_synth(args.processes, cast, rate))
         stems = StemOptions(args.stem_mode, args.stem_format, args.sample_format)
         loudness = None
         if args.loudness:
@@ -160,9 +162,11 @@ def cmd_render(args: argparse.Namespace) -> int:
             task = bar.add_task("", total=1.0) if bar is not None else None
             on_progress = (lambda f, msg: bar.update(task, completed=f, description=msg)) if bar else None
             pacing = Pacing(gap_s=args.gap)
+            listening = _listening(args, script, synths[-1].sample_rate_hz)
             result = render_script(script, cast, args.output, synths[-1], args.stems, pacing, edits,
                                    on_progress, stems=stems, sample_format=args.sample_format,
-                                   loudness=loudness, listening=_listening(args, script))  # fmt: skip
+                                   loudness=loudness, listening=listening, sample_rate_hz=rate,
+                                   channels=args.channels)  # fmt: skip
     finally:
         for synth in synths:
             synth.close()
@@ -457,6 +461,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--loudness", metavar="TARGET",
                    help="normalise the mix: acx (-20 LUFS, -3 dBTP), ebu (-23, -1), podcast (-16, -1) "
                         "or a level such as -18")  # fmt: skip
+    r.add_argument("--sample-rate", type=int, choices=[22_050, 24_000, 44_100, 48_000], default=48_000,
+                   help="the files' sample rate in Hz (48000; 44100 for ACX audiobooks; 22050 is "
+                   "espeak-ng's own: no resampling)")  # fmt: skip
+    r.add_argument(
+        "--channels",
+        type=int,
+        choices=[1, 2],
+        default=2,
+        help="the mix's channels (2; 1: mono, pan ignored, stems mono)",
+    )
     r.add_argument("--sample-format", choices=["s16", "s24", "f32"], default="s24",
                    help="WAV/FLAC samples: 16-bit, 24-bit (default) or 32-bit float (WAV only)")  # fmt: skip
     r.add_argument("--gap", type=_ranged(float, 0, 10, "seconds"), default=0.35,
@@ -546,7 +560,11 @@ def main(argv: list[str] | None = None) -> int:
     from engine.core.errors import TroupeError
     from engine.core.memory import keep_large_blocks_mapped
 
-    keep_large_blocks_mapped()  # freed audio goes back to the system (a show, a render, a server)
+    if args.command != "render":
+        # freed audio goes back to the system (a show, a server). NB: not for a render: it
+        # frees nothing it keeps, and a fresh mapping per block cost it 2.5 million page
+        # faults (5 s of system time per hour of show, against 1 s; peak memory the same)
+        keep_large_blocks_mapped()
 
     try:
         if args.command is None:

@@ -12,7 +12,6 @@ import numpy as np
 import soundfile as sf
 from numpy.typing import NDArray
 
-from engine.core.types import SAMPLE_RATE_HZ
 from engine.export import AudioFormat, ExportError, FileWriter
 from engine.render.finishing import premaster_path
 from engine.render.outputs import OutputFiles, partial_path
@@ -62,7 +61,7 @@ class ClipGains:
         source = sf.SoundFile(partial_path(premaster_path(path)))
         try:
             self.files.extra.append(path)
-            writer = FileWriter(partial_path(path), self.fmt, source.channels, SAMPLE_RATE_HZ,
+            writer = FileWriter(partial_path(path), self.fmt, source.channels, source.samplerate,
                                 self.sample_format, str(path))  # fmt: skip
         except BaseException:
             source.close()

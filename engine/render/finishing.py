@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import soundfile as sf
 
-from engine.core.types import SAMPLE_RATE_HZ, Script
+from engine.core.types import Script
 from engine.export import FORMATS, AudioFormat
 from engine.render.outputs import OutputFiles, _Target, partial_path
 from engine.render.result import LineTiming, Progress
@@ -45,8 +45,9 @@ def normalise_into(out: Path, premaster: _Target, files: OutputFiles, measured_l
     removed once the final files are written."""
     from engine.export.loudness import normalised
 
-    final = files.open(out, 2, SAMPLE_RATE_HZ, sample_format)
-    finals = {r: files.open(path, t.channels, SAMPLE_RATE_HZ, stem_sample_format, stem_format, sparse=True)
+    rate = sf.info(str(partial_path(premaster.path))).samplerate
+    final = files.open(out, premaster.channels, rate, sample_format)
+    finals = {r: files.open(path, t.channels, rate, stem_sample_format, stem_format, sparse=True)
               for r, (t, path) in stems.items()}  # fmt: skip
     with contextlib.ExitStack() as stack:
         f = stack.enter_context(sf.SoundFile(partial_path(premaster.path)))

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from engine.asr import LineCheck, LineChecker
 from engine.cast import Cast
 from engine.core.limits import VOICE_LIMITS
-from engine.core.types import SAMPLE_RATE_HZ, Cue
+from engine.core.types import Cue
 from engine.render.fitting import Fit, FitOptions, Slot, fit_line, plan_slots
 from engine.render.result import LineNotes
 from engine.synthesis.base import Mono, Synthesizer, SynthRequest
@@ -46,7 +46,7 @@ class LineFinisher:
         lo, hi = VOICE_LIMITS["rate_wpm"]
         voice = dataclasses.replace(voice, rate_wpm=int(min(hi, max(lo, round(voice.rate_wpm * rate)))))
         audio = self.synth.synthesize([SynthRequest(cue.text, voice, cue.index)])[0]
-        return delivered_audio(audio, cue.hints, SAMPLE_RATE_HZ)
+        return delivered_audio(audio, cue.hints, self.synth.sample_rate_hz)
 
     def _backend(self, cue: Cue) -> str:
         fell_back = getattr(self.synth, "fallbacks", {}).get(cue.index)
@@ -57,7 +57,7 @@ class LineFinisher:
         slot = self.slots.get(cue.index)
         if slot is not None and self.listening.fit is not None:
             audio, fit = fit_line(
-                audio, slot, lambda r: self._voice(cue, r), SAMPLE_RATE_HZ, self.listening.fit
+                audio, slot, lambda r: self._voice(cue, r), self.synth.sample_rate_hz, self.listening.fit
             )
         check = self.listening.check
         heard = check(audio, cue.text, self._backend(cue)) if check is not None else None

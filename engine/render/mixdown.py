@@ -3,6 +3,7 @@ each clip is released once the blocks it covers are written, so memory stays fla
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection
 from dataclasses import dataclass
 
@@ -26,8 +27,11 @@ class StreamMixer:
     """Sums clips into blocks like `engine.mixer.Mixer.render` (gain, pan, master gain,
     limiter; a stem is the role alone through the same chain) but forgets what it wrote."""
 
-    def __init__(self, controls: MixControls, stem_roles: Collection[str] = ()) -> None:
+    def __init__(self, controls: MixControls, stem_roles: Collection[str] = (), channels: int = 2) -> None:
+        """`channels` 1: a mono mix, each role at its own level (pan ignored; the equal-power
+        pair's total power)."""
         self.controls = controls
+        self.channels = channels
         self.stem_roles = frozenset(stem_roles)
         self._clips: list[Clip] = []
         self.written_frames = 0
@@ -47,7 +51,7 @@ class StreamMixer:
         """The next `n_frames` of the show; clips that end inside it are released."""
         start, end = self.written_frames, self.written_frames + n_frames
         controls = self.controls
-        mix = np.zeros((n_frames, 2), np.float32)
+        mix = np.zeros((n_frames, self.channels), np.float32)
         stems: dict[str, Stereo] = {}
         for clip in self._clips:
             if clip.start_frame >= end or clip.end_frame <= start:
@@ -59,8 +63,11 @@ class StreamMixer:
             src = clip.audio[a - clip.start_frame : b - clip.start_frame]
             for dst in self._targets(mix, stems, clip.role, n_frames):
                 part = dst[a - start : b - start]
-                part[:, 0] += src * left
-                part[:, 1] += src * right
+                if self.channels == 1:
+                    part[:, 0] += src * math.hypot(left, right)
+                else:
+                    part[:, 0] += src * left
+                    part[:, 1] += src * right
         self._clips = [c for c in self._clips if c.end_frame > end]
         self.written_frames = end
         for buf in (mix, *stems.values()):
@@ -75,5 +82,5 @@ class StreamMixer:
         if role not in self.stem_roles:
             return [mix]
         if role not in stems:
-            stems[role] = np.zeros((n, 2), np.float32)
+            stems[role] = np.zeros((n, self.channels), np.float32)
         return [mix, stems[role]]

@@ -45,6 +45,9 @@ if TYPE_CHECKING:
 
 BLOCK_FRAMES = 65_536
 TAIL_S = 0.5
+RENDER_RATES_HZ = (22_050, 24_000, 44_100, 48_000)
+"""Sample rates a render writes: espeak-ng's own, Kokoro's, CD and audiobook (ACX), the engine's."""
+OPUS_RATES_HZ = (24_000, 48_000)
 
 
 def safe_name(role: str) -> str:
@@ -64,6 +67,10 @@ class _Job:
     stem_channels: dict[str, int]
     loudness: LoudnessTarget | None = None
     listening: Listening | None = None
+    rate_hz: int = SAMPLE_RATE_HZ
+    """The files' sample rate (the mix runs at it too)."""
+    channels: int = 2
+    """The mix's channels: 2, or 1 (pan ignored, each role at its own level; stems mono)."""
 
     def stem_path(self, role: str) -> Path:
         assert self.stems_dir is not None
@@ -79,31 +86,43 @@ def _check(job: _Job, pacing: Pacing, free: sizing.DiskFree) -> None:
     require(fmt, str(job.out))
     if job.sample_format not in SAMPLE_FORMATS:
         raise ExportError(f"sample format must be one of {', '.join(SAMPLE_FORMATS)}")
+    if job.rate_hz not in RENDER_RATES_HZ:
+        raise ExportError(
+            f"sample rate must be one of {', '.join(map(str, RENDER_RATES_HZ))} Hz, not {job.rate_hz}"
+        )
+    if job.channels not in (1, 2):
+        raise ExportError(f"the mix has 1 or 2 channels, not {job.channels}")
+    if fmt.name == "opus" and job.rate_hz not in OPUS_RATES_HZ:
+        raise ExportError(
+            f"{job.out}: Opus takes {' or '.join(map(str, OPUS_RATES_HZ))} Hz, not {job.rate_hz}"
+        )
+    rate, ch = job.rate_hz, job.channels
     est = sizing.estimate_show(job.script, job.cast, pacing)
     voiced_total = sum(est.voiced_s.values())
-    needs = [(job.out.parent, sizing.audio_bytes(fmt, 2, job.sample_format, voiced_total, est.duration_s),
-              "mix")]  # fmt: skip
+    needs = [(job.out.parent, sizing.audio_bytes(fmt, ch, job.sample_format, voiced_total, est.duration_s,
+                                                 rate), "mix")]  # fmt: skip
     if job.loudness is not None:
-        n = sizing.audio_bytes(FORMATS["flac"], 2, "s24", voiced_total, est.duration_s)
+        n = sizing.audio_bytes(FORMATS["flac"], ch, "s24", voiced_total, est.duration_s, rate)
         needs.append((job.out.parent, n, "premaster for loudness"))
     if job.stems_dir is not None:
         sfmt = stem_format(job.stems.format)
         if job.stems.mode not in STEM_MODES:
             raise ExportError(f"stem mode must be one of {', '.join(STEM_MODES)}, not {job.stems.mode!r}")
         if job.stems.mode == "clips":
-            n = sizing.audio_bytes(sfmt, 1, job.stems.sample_format, voiced_total, voiced_total)
+            n = sizing.audio_bytes(sfmt, 1, job.stems.sample_format, voiced_total, voiced_total, rate)
             needs.append((job.stems_dir, n, f"{len(job.script.cues)} clips"))
             if job.loudness is not None:
-                n = sizing.audio_bytes(FORMATS["flac"], 1, "s24", voiced_total, voiced_total)
+                n = sizing.audio_bytes(FORMATS["flac"], 1, "s24", voiced_total, voiced_total, rate)
                 needs.append((job.stems_dir, n, "clip premasters for loudness"))
         else:
-            n = sum(sizing.audio_bytes(sfmt, ch, job.stems.sample_format, est.voiced_s.get(r, 0.0),
-                                       est.duration_s) for r, ch in job.stem_channels.items())  # fmt: skip
+            n = sum(sizing.audio_bytes(sfmt, c, job.stems.sample_format, est.voiced_s.get(r, 0.0),
+                                       est.duration_s, rate)
+                    for r, c in job.stem_channels.items())  # fmt: skip
             needs.append((job.stems_dir, n, f"{len(job.stem_channels)} stems"))
             if job.loudness is not None:
                 flac = FORMATS["flac"]
-                n = sum(sizing.audio_bytes(flac, ch, "s24", est.voiced_s.get(r, 0.0), est.duration_s)
-                        for r, ch in job.stem_channels.items())  # fmt: skip
+                n = sum(sizing.audio_bytes(flac, c, "s24", est.voiced_s.get(r, 0.0), est.duration_s, rate)
+                        for r, c in job.stem_channels.items())  # fmt: skip
                 needs.append((job.stems_dir, n, "stem premasters for loudness"))
     sizing.check_space(needs, free)
 
@@ -124,18 +143,22 @@ def render_script(
     loudness: LoudnessTarget | None = None,
     free: sizing.DiskFree = sizing.disk_free,
     listening: Listening | None = None,
+    sample_rate_hz: int = SAMPLE_RATE_HZ,
+    channels: int = 2,
 ) -> RenderResult:
     """Render `script` to `out_path` (and stems), streaming: memory does not grow with the
     show. `loudness` normalises the mix (a second pass); an .m4b/.m4a mix gets the scenes as
     chapters and the title page as tags. `listening` fits timed lines to their slots and
-    checks each line by ear (word captions and a report beside the mix). A render that fails
+    checks each line by ear (word captions and a report beside the mix). The files (and the
+    mix) run at `sample_rate_hz` with `channels` (1: pan ignored); lines come from `synth` at
+    its own rate and are resampled where it differs. A render that fails
     or is cancelled removes its partial files and says so."""
     if edits:
         cues = tuple(c.with_text(edits[c.index]) if c.index in edits else c for c in script.cues)
         script = dataclasses.replace(script, cues=cues)
-    stem_channels = {r: 1 if cast[r].pan == 0 else 2 for r in script.roles}
+    stem_channels = {r: 1 if cast[r].pan == 0 or channels == 1 else 2 for r in script.roles}
     job = _Job(script, cast, Path(out_path), Path(stems_dir) if stems_dir is not None else None, stems,
-               sample_format, stem_channels, loudness, listening)  # fmt: skip
+               sample_format, stem_channels, loudness, listening, sample_rate_hz, channels)  # fmt: skip
     for folder in (job.out.parent, job.stems_dir):
         if folder is not None and folder.exists() and not folder.is_dir():
             raise ExportError(f"{folder}: cannot write there: it is a file, not a folder")
@@ -177,17 +200,18 @@ class _Stream:
         self.job, self.files = job, files
         controls = MixControls.from_voices({r: cast[r] for r in script.roles})
         role_stems = job.stems_dir is not None and job.stems.mode == "roles"
-        self.mixer = StreamMixer(controls, script.roles if role_stems else ())
+        self.rate = job.rate_hz
+        self.mixer = StreamMixer(controls, script.roles if role_stems else (), job.channels)
         self.meter = None
         if job.loudness is not None:  # a lossless premaster, metered as it is written, normalised after
             from engine.export.loudness import LoudnessMeter
 
-            self.meter = LoudnessMeter(SAMPLE_RATE_HZ)
+            self.meter = LoudnessMeter(self.rate)
             self.mix = files.open(
-                finishing.premaster_path(job.out), 2, SAMPLE_RATE_HZ, "s24", FORMATS["flac"]
+                finishing.premaster_path(job.out), job.channels, self.rate, "s24", FORMATS["flac"]
             )
         else:
-            self.mix = files.open(job.out, 2, SAMPLE_RATE_HZ, job.sample_format)
+            self.mix = files.open(job.out, job.channels, self.rate, job.sample_format)
         self.stems = {r: self._open_stem(r, ch) for r, ch in job.stem_channels.items()} if role_stems else {}
         self.encoder = Encoder()
         self.blocks = BlockWriter(self.mix, self.stems, self.meter)
@@ -204,14 +228,14 @@ class _Stream:
         )
         if self.meter is not None:
             path, fmt, sample_format = finishing.premaster_path(path), FORMATS["flac"], "s24"
-        return self.files.open(path, channels, SAMPLE_RATE_HZ, sample_format, fmt, sparse=True)
+        return self.files.open(path, channels, self.rate, sample_format, fmt, sparse=True)
 
     def take(self, cue: Cue, audio: Mono | None, error: str | None, fallback: str | None,
              notes: LineNotes = LineNotes()) -> None:  # fmt: skip
-        duration_s = 0.0 if audio is None else len(audio) / SAMPLE_RATE_HZ
+        duration_s = 0.0 if audio is None else len(audio) / self.rate
         start_s = self.layout.place(cue, duration_s)
         if audio is not None and len(audio):
-            clip = Clip(round(start_s * SAMPLE_RATE_HZ), cue.role, audio, cue.index)
+            clip = Clip(round(start_s * self.rate), cue.role, audio, cue.index)
             self.mixer.add(clip)
             if self.job.stems_dir is not None and self.job.stems.mode == "clips":
                 self.encoder.put(lambda: _write_clip(self.job, self.files, clip))
@@ -220,7 +244,7 @@ class _Stream:
                                      cue.scene, notes))  # fmt: skip
         frontier = self.layout.frontier_s()
         if frontier != float("inf"):
-            self.flush(int(frontier * SAMPLE_RATE_HZ))
+            self.flush(int(frontier * self.rate))
 
     def flush(self, limit_frame: int, final: bool = False) -> None:
         """Mix and queue every whole block before `limit_frame` (at the end, the rest too)."""
@@ -233,7 +257,7 @@ class _Stream:
 
     def finish(self) -> int:
         """Write the rest and the tail, wait for the encoder; the show's length in frames."""
-        end_frame = self.mixer.end_frame + round(TAIL_S * SAMPLE_RATE_HZ)
+        end_frame = self.mixer.end_frame + round(TAIL_S * self.rate)
         self.flush(end_frame, final=True)
         self.encoder.finish()
         return end_frame
@@ -247,11 +271,11 @@ def _render(job: _Job, synth: Synthesizer, pacing: Pacing, files: OutputFiles, p
     stream = _Stream(job, files, pacing)
     finish = LineFinisher(job.listening, job.script.cues, job.cast, synth) if job.listening else None
     try:
-        voiced = voice_in_order(job.script.cues, job.cast, synth, cancel, finish=finish)
+        voiced = voice_in_order(job.script.cues, job.cast, synth, cancel, finish=finish, rate_hz=job.rate_hz)
         for k, (cue, audio, error, notes) in enumerate(voiced, 1):
             stream.take(cue, audio, error, fallbacks.get(cue.index), notes)
             if progress:
-                written = _clock(stream.mixer.written_frames / SAMPLE_RATE_HZ)
+                written = _clock(stream.mixer.written_frames / job.rate_hz)
                 progress(0.97 * k / n_cues, f"{k} of {n_cues} lines voiced, {written} of audio written")
         if cancel is not None and cancel.is_set():
             raise RenderCancelled("render cancelled")
@@ -263,7 +287,7 @@ def _render(job: _Job, synth: Synthesizer, pacing: Pacing, files: OutputFiles, p
         stream.blocks.close()
     synth_done = time.perf_counter()
     files.close_all()
-    result = RenderResult(job.out, end_frame / SAMPLE_RATE_HZ, stream.lines, synth_s=synth_done - t0)
+    result = RenderResult(job.out, end_frame / job.rate_hz, stream.lines, synth_s=synth_done - t0)
     _finish(job, files, stream, result, progress)
     result.mix_s = time.perf_counter() - synth_done
     if progress:
@@ -317,7 +341,7 @@ def _write_clip(job: _Job, files: OutputFiles, clip: Clip) -> None:
         files.scratch.append(path)
     else:
         files.extra.append(path)
-    w = FileWriter(partial_path(path), fmt, 1, SAMPLE_RATE_HZ, sample_format, str(path))
+    w = FileWriter(partial_path(path), fmt, 1, job.rate_hz, sample_format, str(path))
     try:
         w.write(clip.audio.reshape(-1, 1).astype(np.float32, copy=False))
         w.close()

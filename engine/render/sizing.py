@@ -51,15 +51,16 @@ def estimate_show(script: Script, cast: Cast, pacing: Pacing) -> ShowEstimate:
     return ShowEstimate(total + 0.5, voiced)
 
 
-def pcm_bytes_per_s(channels: int, sample_format: str) -> int:
-    return SAMPLE_RATE_HZ * channels * {"s16": 2, "s24": 3, "f32": 4}[sample_format]
+def pcm_bytes_per_s(channels: int, sample_format: str, rate_hz: int = SAMPLE_RATE_HZ) -> int:
+    return rate_hz * channels * {"s16": 2, "s24": 3, "f32": 4}[sample_format]
 
 
-def audio_bytes(fmt: AudioFormat, channels: int, sample_format: str, voiced_s: float, total_s: float) -> int:
+def audio_bytes(fmt: AudioFormat, channels: int, sample_format: str, voiced_s: float, total_s: float,
+                rate_hz: int = SAMPLE_RATE_HZ) -> int:  # fmt: skip
     """Estimated size of a file of `total_s` seconds, `voiced_s` of them sound."""
     if fmt.lossy:
         return int(fmt.bytes_per_s * total_s)
-    pcm = pcm_bytes_per_s(channels, sample_format)
+    pcm = pcm_bytes_per_s(channels, sample_format, rate_hz)
     if fmt.name == "flac":
         return int(pcm * (voiced_s * FLAC_SPEECH_RATIO + (total_s - voiced_s) * FLAC_SILENCE_RATIO))
     return int(pcm * total_s)

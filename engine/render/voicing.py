@@ -11,7 +11,7 @@ from engine.cast import Cast
 from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ, Cue
 from engine.render.result import LineNotes, RenderCancelled
-from engine.synthesis.base import Mono, Synthesizer, SynthRequest
+from engine.synthesis.base import Mono, Synthesizer, SynthRequest, at_rate
 from engine.synthesis.delivery import delivered_audio, delivered_voice
 
 BATCHES_AHEAD = 3
@@ -24,23 +24,19 @@ Finisher = Callable[[Cue, Mono], tuple[Mono, LineNotes]]
 """Applied to each voiced line in the voicing threads (fit to slot, line check)."""
 
 
-def _voice_batch(
-    synth: Synthesizer, cues: Sequence[Cue], cast: Cast, finish: Finisher | None = None
-) -> list[Voiced]:
-    """One batch, each line through `finish`; a line that fails fails alone."""
-    voiced = _voice_lines(synth, cues, cast)
-    if finish is None:
-        return [(c, a, e, LineNotes()) for c, a, e in voiced]
+def _voice_batch(synth: Synthesizer, cues: Sequence[Cue], cast: Cast, finish: Finisher | None = None,
+                 rate_hz: int = SAMPLE_RATE_HZ) -> list[Voiced]:  # fmt: skip
+    """One batch, each line through `finish` (at the synthesizer's rate), then at `rate_hz`;
+    a line that fails fails alone."""
     out: list[Voiced] = []
-    for c, a, e in voiced:
-        if a is None:
-            out.append((c, a, e, LineNotes()))
-            continue
-        try:
-            a, notes = finish(c, a)
-        except SynthesisError as exc:  # a retake or rate change failed: the first take stands
-            notes = LineNotes(heard=f"not checked: {exc}")
-        out.append((c, a, e, notes))
+    for c, a, e in _voice_lines(synth, cues, cast):
+        notes = LineNotes()
+        if a is not None and finish is not None:
+            try:
+                a, notes = finish(c, a)
+            except SynthesisError as exc:  # a retake or rate change failed: the first take stands
+                notes = LineNotes(heard=f"not checked: {exc}")
+        out.append((c, a if a is None else at_rate(a, synth.sample_rate_hz, rate_hz), e, notes))
     return out
 
 
@@ -52,14 +48,15 @@ def _voice_lines(
     try:
         voiced = synth.synthesize(requests)
         return [
-            (c, delivered_audio(a, c.hints, SAMPLE_RATE_HZ), None) for c, a in zip(cues, voiced, strict=True)
+            (c, delivered_audio(a, c.hints, synth.sample_rate_hz), None)
+            for c, a in zip(cues, voiced, strict=True)
         ]
     except SynthesisError:
         pass
     out: list[tuple[Cue, Mono | None, str | None]] = []
     for c, r in zip(cues, requests, strict=True):
         try:
-            out.append((c, delivered_audio(synth.synthesize([r])[0], c.hints, SAMPLE_RATE_HZ), None))
+            out.append((c, delivered_audio(synth.synthesize([r])[0], c.hints, synth.sample_rate_hz), None))
         except SynthesisError as exc:
             out.append((c, None, str(exc)))
     return out
@@ -76,8 +73,9 @@ def voice_in_order(
     cancel: threading.Event | None = None,
     ahead: int = BATCHES_AHEAD,
     finish: Finisher | None = None,
+    rate_hz: int = SAMPLE_RATE_HZ,
 ) -> Iterator[Voiced]:
-    """Every cue with its audio, in script order, at most `ahead` batches voiced early."""
+    """Every cue with its audio at `rate_hz`, in script order, at most `ahead` batches voiced early."""
     step = batch_size(synth)
     starts = iter(range(0, len(cues), step))
     pending: deque[Future[list[Voiced]]] = deque()
@@ -86,14 +84,18 @@ def voice_in_order(
             for _ in range(ahead):
                 k = next(starts, None)
                 if k is not None:
-                    pending.append(pool.submit(_voice_batch, synth, cues[k : k + step], cast, finish))
+                    pending.append(
+                        pool.submit(_voice_batch, synth, cues[k : k + step], cast, finish, rate_hz)
+                    )
             while pending:
                 if cancel is not None and cancel.is_set():
                     raise RenderCancelled("render cancelled")
                 done = pending.popleft().result()
                 k = next(starts, None)
                 if k is not None:
-                    pending.append(pool.submit(_voice_batch, synth, cues[k : k + step], cast, finish))
+                    pending.append(
+                        pool.submit(_voice_batch, synth, cues[k : k + step], cast, finish, rate_hz)
+                    )
                 yield from done
         finally:
             for f in pending:

@@ -15,6 +15,15 @@ Mono = NDArray[np.float32]
 """A synthesized clip: mono float32 at the engine rate, shape (frames,)."""
 
 
+def at_rate(audio: Mono, from_hz: int, to_hz: int) -> Mono:
+    """`audio` resampled from `from_hz` to `to_hz` (itself where they are the same)."""
+    if from_hz == to_hz or not len(audio):
+        return audio
+    import soxr
+
+    return np.asarray(soxr.resample(audio, from_hz, to_hz, quality="HQ"), np.float32)
+
+
 @dataclass(frozen=True)
 class SynthRequest:
     """One piece of text to voice."""

@@ -62,18 +62,29 @@ def _lead(raw: NDArray[np.int16], sample_rate_hz: int) -> int:
     return 0
 
 
-def synthesize_text(text: str, voice: Voice, sample_rate_hz: int = SAMPLE_RATE_HZ) -> Mono:
+def synthesize_raw(text: str, voice: Voice) -> tuple[NDArray[np.int16], int]:
     """Voice `text` in this process (serialised by the library lock), the pronunciation
-    lexicon applied (its IPA as espeak-ng phoneme mnemonics).
-    The lead is cut before resampling, which is then the only pass at the engine rate."""
+    lexicon applied (its IPA as espeak-ng phoneme mnemonics): espeak-ng's own 16-bit samples,
+    the lead cut, and their rate. Half the bytes of float32 and a fraction of 48 kHz's: what a
+    worker process sends back."""
     lib = EspeakLib.instance()
     said = for_espeak(prepare(text))
     raw = lib.synthesize(said, voice_name(voice), voice.rate_wpm, voice.pitch, voice.pitch_range)
-    raw = raw[_lead(raw, lib.sample_rate_hz) :]
+    return raw[_lead(raw, lib.sample_rate_hz) :], lib.sample_rate_hz
+
+
+def from_raw(raw: NDArray[np.int16], raw_rate_hz: int, sample_rate_hz: int = SAMPLE_RATE_HZ) -> Mono:
+    """`synthesize_raw`'s samples as a clip at `sample_rate_hz` (the lead was cut before
+    resampling, which is then the only pass at the engine rate)."""
     audio = np.multiply(raw, np.float32(1 / 32768), dtype=np.float32)
-    if lib.sample_rate_hz != sample_rate_hz and audio.size:
-        audio = soxr.resample(audio, lib.sample_rate_hz, sample_rate_hz, quality="HQ")
+    if raw_rate_hz != sample_rate_hz and audio.size:
+        audio = soxr.resample(audio, raw_rate_hz, sample_rate_hz, quality="HQ")
     return np.ascontiguousarray(audio, dtype=np.float32)
+
+
+def synthesize_text(text: str, voice: Voice, sample_rate_hz: int = SAMPLE_RATE_HZ) -> Mono:
+    """Voice `text` in this process as a clip at `sample_rate_hz`."""
+    return from_raw(*synthesize_raw(text, voice), sample_rate_hz)
 
 
 @functools.cache

@@ -10,23 +10,25 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ
-from engine.synthesis.base import Mono, Synthesizer, SynthRequest, VoiceInfo
+from engine.synthesis.base import Mono, Synthesizer, SynthRequest, VoiceInfo, at_rate
 from engine.synthesis.espeak import stand_in
 
 log = logging.getLogger("troupe.render")
 
 
 class Router:
-    """A `Synthesizer` over `synths` by backend name; `fallback` (espeak-ng) stands in."""
+    """A `Synthesizer` over `synths` by backend name; `fallback` (espeak-ng) stands in. Lines
+    come out at `sample_rate_hz`: a backend at another rate is resampled."""
 
     name = "router"
-    sample_rate_hz = SAMPLE_RATE_HZ
 
-    def __init__(self, synths: Mapping[str, Synthesizer], fallback: str = "espeak") -> None:
+    def __init__(self, synths: Mapping[str, Synthesizer], fallback: str = "espeak",
+                 sample_rate_hz: int = SAMPLE_RATE_HZ) -> None:  # fmt: skip
         if fallback not in synths:
             raise ValueError(f"the fallback backend {fallback!r} is not among {sorted(synths)}")
         self.synths = dict(synths)
         self.fallback = fallback
+        self.sample_rate_hz = sample_rate_hz
         self.max_batch = max(s.max_batch for s in self.synths.values())
         self.fallbacks: dict[int, str] = {}
         """request_id -> why the stand-in voiced it."""
@@ -51,7 +53,7 @@ class Router:
         try:
             if synth is None:
                 raise SynthesisError(f"no {backend} voices here (is its extra installed?)")
-            return synth.synthesize(share)
+            return self._at_rate(synth, synth.synthesize(share))
         except Exception as exc:  # any backend failure: its lines go to the stand-in, the render goes on
             if backend == self.fallback:
                 raise
@@ -59,7 +61,13 @@ class Router:
             for r in share:
                 self.fallbacks[r.request_id] = f"{backend}: {exc}"
             stand_ins = [dataclasses.replace(r, voice=stand_in(r.voice)) for r in share]
-            return self.synths[self.fallback].synthesize(stand_ins)
+            fallback = self.synths[self.fallback]
+            return self._at_rate(fallback, fallback.synthesize(stand_ins))
+
+    def _at_rate(self, synth: Synthesizer, lines: list[Mono]) -> list[Mono]:
+        if synth.sample_rate_hz == self.sample_rate_hz:
+            return lines
+        return [at_rate(a, synth.sample_rate_hz, self.sample_rate_hz) for a in lines]
 
     def stream(self, request: SynthRequest) -> Iterator[Mono]:
         yield from self.synthesize([request])
