@@ -132,7 +132,7 @@ class Cast:
         Only the script, `keep` and the voices offered decide: nothing else that was open
         (the engine passes `keep` only when the same script is opened again)."""
         cast = cls(dict(keep or {}))
-        genders = guess_all(script)
+        genders = guess_all(script, [n for n in script.roles if n not in cast.voices])
         size = {n: (len(cs), sum(len(c.text.split()) for c in cs))
                 for n in script.roles for cs in [script.cues_for(n)]}  # fmt: skip
         ranked = sorted(script.roles, key=lambda n: (-size[n][0], -size[n][1], n))

@@ -82,7 +82,9 @@ def guess(role: Role, lines: Iterable[str] = ()) -> str | None:
     return role.gender_hint or from_pronouns(role.display_name, lines) or from_first_name(role.name)
 
 
-def guess_all(script: Script) -> dict[str, str | None]:
-    """`guess` for every role of `script` (the file is read once)."""
-    lines = action_lines(script)
-    return {name: guess(role, lines) for name, role in script.roles.items()}
+def guess_all(script: Script, names: Iterable[str] | None = None) -> dict[str, str | None]:
+    """`guess` for the roles `names` of `script` (all by default; the file is read once and
+    not at all when no role is asked for: a saved cast needs no guessing)."""
+    wanted = [n for n in (script.roles if names is None else names) if n in script.roles]
+    lines = action_lines(script) if wanted else []
+    return {name: guess(script.roles[name], lines) for name in wanted}

@@ -84,3 +84,22 @@ def test_opening_another_script_never_inherits_its_cast(testdata: Path) -> None:
         assert engine.cast.voices == first == Cast.auto(load_script(DEMO)).voices
     finally:
         engine.close()
+
+
+def test_a_saved_cast_is_not_guessed_again(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Roles the saved cast already voices need no gender: the name list (a sixth of a
+    second to read) and the script's action are not read at all; a new role still is."""
+    import engine.gender as gender
+
+    script = load_script(DEMO)
+    saved = Cast.auto(script).voices
+    asked: list[str] = []
+    real = gender.guess
+    monkeypatch.setattr(gender, "guess", lambda role, lines=(): asked.append(role.name) or real(role, lines))
+    monkeypatch.setattr(gender, "action_lines", lambda s: asked.append("<action>") or [])
+    assert Cast.auto(script, saved).voices == saved
+    assert asked == []
+    partial = {k: v for k, v in saved.items() if k != "OWEN"}
+    assert Cast.auto(script, partial).voices["OWEN"].voice_id == saved["OWEN"].voice_id
+    assert asked == ["<action>", "OWEN"]
+    assert guess_all(script, ["OWEN", "NOBODY"]) == {"OWEN": "m"}
