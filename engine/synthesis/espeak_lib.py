@@ -95,6 +95,9 @@ class EspeakLib:
             raise SynthesisError(f"espeak-ng failed to initialise with data at {data_dir}")
         self.sample_rate_hz: int = rate
         self._chunks: list[bytes] = []
+        self._voice: str | None = None
+        """The voice the library holds now (setting it again costs a seventh of a line's
+        synthesis: it re-reads the voice file; the parameters are set on every call anyway)."""
         # Keep a reference: ctypes does not, and a collected callback crashes the library.
         self._callback = _SynthCallback(self._on_audio)
         self._lib.espeak_SetSynthCallback(self._callback)
@@ -158,6 +161,15 @@ class EspeakLib:
                 i += 1
         return out
 
+    def _use_voice(self, voice: str) -> None:
+        """Under the lock: make `voice` the library's voice, unless it already is."""
+        if voice == self._voice:
+            return
+        self._voice = None
+        if self._lib.espeak_SetVoiceByName(voice.encode()) != 0:
+            raise SynthesisError(f"espeak-ng has no voice {voice!r}")
+        self._voice = voice
+
     def synthesize(
         self, text: str, voice: str, rate_wpm: int, pitch: int, pitch_range: int
     ) -> NDArray[np.int16]:
@@ -165,8 +177,7 @@ class EspeakLib:
         encoded = text.encode("utf-8") + b"\x00"
         flags = _CHARS_UTF8 | _ENDPAUSE | (_PHONEME_INPUT if "[[" in text else 0)
         with self.lock:
-            if self._lib.espeak_SetVoiceByName(voice.encode()) != 0:
-                raise SynthesisError(f"espeak-ng has no voice {voice!r}")
+            self._use_voice(voice)
             for param, value in (
                 (_PARAM_RATE, rate_wpm),
                 (_PARAM_PITCH, pitch),
@@ -188,8 +199,7 @@ class EspeakLib:
         encoded = ctypes.create_string_buffer(text.encode("utf-8") + b"\x00")
         parts: list[str] = []
         with self.lock:
-            if self._lib.espeak_SetVoiceByName(voice.encode()) != 0:
-                raise SynthesisError(f"espeak-ng has no voice {voice!r}")
+            self._use_voice(voice)
             ptr = ctypes.c_void_p(ctypes.cast(encoded, ctypes.c_void_p).value)
             while ptr.value:
                 res = self._lib.espeak_TextToPhonemes(ctypes.byref(ptr), _CHARS_UTF8, _PHONEMES_IPA)

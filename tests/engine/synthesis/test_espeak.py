@@ -72,6 +72,40 @@ def test_unknown_voice_is_a_synthesis_error() -> None:
         EspeakSynthesizer().synthesize([SynthRequest("hi", Voice(voice_id="xx-nowhere"))])
 
 
+def test_a_held_voice_is_not_set_again_and_a_change_still_takes() -> None:
+    """The library keeps its voice between lines: setting it again is skipped; a different
+    voice, a failed one and then the first again are each set. (The same line twice in one
+    process differs by a few ms whether or not the voice is set again: the library's history;
+    a sequence of lines is sample for sample the same either way.)"""
+    from engine.synthesis.espeak_lib import EspeakLib
+
+    lib = EspeakLib.instance()
+    text = "The lighthouse keeper climbs the stairs."
+    first = lib.synthesize(text, "en-us+m3", 175, 50, 50).copy()
+    calls: list[bytes] = []
+    real = lib._lib.espeak_SetVoiceByName
+
+    def counted(name: bytes) -> int:
+        calls.append(name)
+        return int(real(name))
+
+    lib._lib.espeak_SetVoiceByName = counted
+    try:
+        again = lib.synthesize(text, "en-us+m3", 175, 50, 50)
+        assert calls == [] and abs(len(again) - len(first)) < 0.01 * len(first)
+        other = lib.synthesize(text, "en-gb-x-rp+f2", 175, 50, 50)
+        assert calls == [b"en-gb-x-rp+f2"] and not np.array_equal(first[:4000], other[:4000])
+        with pytest.raises(SynthesisError, match="no voice"):
+            lib.synthesize(text, "xx-nowhere", 175, 50, 50)
+        back = lib.synthesize(text, "en-gb-x-rp+f2", 175, 50, 50)  # NB: set again after the failure
+        assert calls[-2:] == [b"xx-nowhere", b"en-gb-x-rp+f2"]
+        assert abs(len(back) - len(other)) < 0.01 * len(other)  # the library's history moves a few ms
+        last = lib.synthesize(text, "en-us+m3", 175, 50, 50)
+        assert calls[-1] == b"en-us+m3" and abs(len(last) - len(first)) < 0.01 * len(first)
+    finally:
+        lib._lib.espeak_SetVoiceByName = real
+
+
 def test_threads_share_one_instance_safely() -> None:
     synth = EspeakSynthesizer()
     results: list[int] = []
