@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
@@ -38,6 +39,9 @@ ALLOWED_OVERRUN_S = 0.5
 PRIOR_RATE_WPM = 175
 """The rate at which `PRIOR_S_PER_CHAR` holds; a voice set faster starts from a faster guess."""
 SLOT_HEADER = "X-Troupe-Slot"
+SLOT_CHUNK_CHARS = 60
+"""A slotted line streams in clauses of at most this many characters (a plain stream's
+chunks are sentences): more chunks, more chances to correct the rate."""
 Voiced = tuple[Mono, Step, float]
 """A chunk as voiced (trimmed at its end), the loop's step it answers and the rate it got."""
 
@@ -96,13 +100,54 @@ class ChunkMeter:
             self._warming.start()
 
 
-def meter_for(service: SpeechService) -> ChunkMeter:
-    """The service's one meter (made on the first slotted request)."""
-    meter: ChunkMeter | None = getattr(service, "_slot_meter", None)
-    if meter is None:
-        meter = ChunkMeter(service.settings.slot_asr)
-        service._slot_meter = meter  # type: ignore[attr-defined]
-    return meter
+class SpeedMemory:
+    """How long each voice takes per character (at `PRIOR_RATE_WPM`), as the slotted lines
+    corrected so far measured it: a line starts from its voice's last estimate, not from
+    the fixed first guess. Bounded: the voices used longest ago are forgotten first."""
+
+    def __init__(self, max_voices: int = 256) -> None:
+        self.max_voices = max_voices
+        self._s_per_char: OrderedDict[str, float] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(voice: Voice) -> str:
+        return f"{voice.backend}:{voice.voice_id}"
+
+    def prior_s_per_char(self, voice: Voice) -> float:
+        """The first guess for `voice` at its own rate."""
+        with self._lock:
+            base = self._s_per_char.get(self._key(voice), PRIOR_S_PER_CHAR)
+        return base * PRIOR_RATE_WPM / max(1, voice.rate_wpm)
+
+    def learn(self, voice: Voice, s_per_char: float) -> None:
+        """Keep the estimate a line ended with (`s_per_char` at the voice's own rate)."""
+        key = self._key(voice)
+        with self._lock:
+            self._s_per_char[key] = s_per_char * voice.rate_wpm / PRIOR_RATE_WPM
+            self._s_per_char.move_to_end(key)
+            while len(self._s_per_char) > self.max_voices:
+                self._s_per_char.popitem(last=False)
+
+    def forget(self) -> None:
+        with self._lock:
+            self._s_per_char.clear()
+
+
+@dataclass
+class SlotState:
+    """A service's slotted-line helpers (made on its first slotted request)."""
+
+    meter: ChunkMeter
+    speeds: SpeedMemory
+
+
+def slot_state(service: SpeechService) -> SlotState:
+    state: SlotState | None = getattr(service, "_slot_state", None)
+    if state is None:
+        state = SlotState(ChunkMeter(service.settings.slot_asr), SpeedMemory())
+        service._slot_state = state  # type: ignore[attr-defined]
+    return state
 
 
 def at_rate(voice: Voice, rate: float) -> tuple[Voice, float]:
@@ -153,12 +198,13 @@ class SlottedLine:
     def __init__(self, service: SpeechService, role: str, voice: Voice, text: str, klass: RequestClass,
                  slot_s: float, correction: bool = True) -> None:  # fmt: skip
         self.service, self.role, self.voice, self.klass = service, role, voice, klass
-        self.meter = meter_for(service)
-        self.chunks = split_chunks(text.strip()) or [text.strip()]
+        self.state = slot_state(service)
+        self.meter = self.state.meter
+        self.chunks = split_chunks(text.strip(), SLOT_CHUNK_CHARS) or [text.strip()]
         settings = LoopSettings(feedback=correction)
-        prior = PRIOR_S_PER_CHAR * PRIOR_RATE_WPM / max(1, voice.rate_wpm)
-        model = RateModel(prior, settings.learn if correction else 0.0)
-        self.loop = SlotLoop(self.chunks, slot_s, settings, model)
+        prior = self.state.speeds.prior_s_per_char(voice)
+        self.model = RateModel(prior, settings.learn if correction else 0.0)
+        self.loop = SlotLoop(self.chunks, slot_s, settings, self.model)
         self.report = SlotReport(slot_s, correction)
         self._current: Future[Mono] | None = None
 
@@ -184,6 +230,8 @@ class SlottedLine:
         took_s, how = await run_in_threadpool(self.meter.measure, audio)
         self.report.timings.append(self.loop.record(step, rate, took_s, len(audio) / SAMPLE_RATE_HZ))
         self.report.measured_by.append(how)
+        if self.report.correction:
+            self.state.speeds.learn(self.voice, self.model.s_per_char)
 
     async def first(self, request: Request) -> Voiced:
         """The first chunk, before the answer starts (so a refusal is still a status code)."""
