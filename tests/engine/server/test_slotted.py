@@ -56,6 +56,13 @@ def _body(text: str, **extra: Any) -> dict[str, Any]:
     return {"model": "tts-1", "voice": "alloy", "input": text, "response_format": "pcm", **extra}
 
 
+def _slot_event(sse: str) -> dict[str, Any]:
+    """The `troupe_slot` report of an SSE answer's done event."""
+    done = next(ln for ln in sse.splitlines() if "speech.audio.done" in ln).removeprefix("data: ")
+    report: dict[str, Any] = json.loads(done)["troupe_slot"]
+    return report
+
+
 def _seconds(pcm: bytes) -> float:
     return len(pcm) / 2 / PCM_RATE_HZ
 
@@ -97,14 +104,15 @@ def test_the_learnt_speed_carries_over_to_the_next_line(by_length: LiveServer, c
 def test_the_sse_done_event_and_a_whole_answer_report_the_fit(by_length: LiveServer,
                                                                client: httpx.Client) -> None:  # fmt: skip
     r = client.post("/v1/audio/speech", json=_body(LINES[0], slot_s=12.0, stream_format="sse"))
-    done = json.loads([ln for ln in r.text.splitlines() if "speech.audio.done" in ln][0].removeprefix("data: "))
-    slot = done["troupe_slot"]
+    slot = _slot_event(r.text)
     assert slot["slot_s"] == 12.0 and slot["correction"] is True and len(slot["chunks"]) >= 4
     assert {c["measured_by"] for c in slot["chunks"]} == {"length"}
     assert all(abs(c["correction_ms"]) <= 50.0 + 1e-9 for c in slot["chunks"])
     whole = client.post("/v1/audio/speech", json=_body(LINES[0], slot_s=12.0, stream=False))
-    assert whole.status_code == 200 and whole.headers["x-troupe-slot-measured"] == f"length: {len(slot['chunks'])}"
-    assert abs(float(whole.headers["x-troupe-slot-misfit-ms"]) / 1000 - (_seconds(whole.content) - 12.0)) < 0.01
+    assert whole.status_code == 200
+    assert whole.headers["x-troupe-slot-measured"] == f"length: {len(slot['chunks'])}"
+    misfit_s = float(whole.headers["x-troupe-slot-misfit-ms"]) / 1000
+    assert misfit_s == pytest.approx(_seconds(whole.content) - 12.0, abs=0.01)
     by_length.service.add_role("SLOTTER")
     tts = client.get("/tts", params={"role": "SLOTTER", "text": LINES[1], "slot_s": 9.0, "format": "pcm"})
     assert tts.status_code == 200 and "x-troupe-slot-misfit-ms" in tts.headers
@@ -122,7 +130,8 @@ def test_bad_slot_values_are_400s_naming_the_field(by_length: LiveServer, value:
 @pytest.mark.parametrize("value", ["abc", "nan", "inf", "-3", "0", "1e9"])
 def test_bad_slot_query_values_are_400s_naming_the_field(by_length: LiveServer, value: str) -> None:
     by_length.service.add_role("SLOTTER")
-    r = httpx.get(f"{by_length.url}/tts", params={"role": "SLOTTER", "text": "Hello.", "slot_s": value}, timeout=30)
+    params = {"role": "SLOTTER", "text": "Hello.", "slot_s": value}
+    r = httpx.get(f"{by_length.url}/tts", params=params, timeout=30)
     assert r.status_code == 400 and r.json()["error"]["param"] == "slot_s", (value, r.text)
 
 
@@ -134,8 +143,9 @@ def test_a_slot_with_ssml_input_is_refused(by_length: LiveServer) -> None:
     assert r.status_code == 400 and r.json()["error"]["param"] == "slot_correction"
 
 
-def test_a_client_that_hangs_up_withdraws_the_chunk_in_flight(by_length: LiveServer,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_a_client_that_hangs_up_withdraws_the_chunk_in_flight(
+    by_length: LiveServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The second chunk never finishes voicing; the client leaves after the first bytes: that
     chunk is cancelled and no later one is ever queued."""
     service = by_length.service
@@ -154,10 +164,10 @@ def test_a_client_that_hangs_up_withdraws_the_chunk_in_flight(by_length: LiveSer
 
     monkeypatch.setattr(service, "submit_chunk", submit_chunk)
     monkeypatch.setattr(SlottedLine, "cancel", cancel)
-    with httpx.Client(base_url=by_length.url, timeout=60) as client:
-        with client.stream("POST", "/v1/audio/speech", json=_body(" ".join(LINES), slot_s=20.0)) as r:
-            assert r.status_code == 200
-            next(r.iter_raw())
+    body = _body(" ".join(LINES), slot_s=20.0)
+    with httpx.Client(base_url=by_length.url, timeout=60) as c, c.stream("POST", "/v1/audio/speech", json=body) as r:
+        assert r.status_code == 200
+        next(r.iter_raw())
     assert closed.wait(20), "the stream was never closed"
     assert stuck.cancelled() and queued == [0, 1], queued
 
@@ -167,18 +177,16 @@ def test_chunks_are_heard_when_the_recogniser_is_free_and_measured_by_length_whe
     for live in _serve(SpeechSettings(neural=False)):
         meter = slot_state(live.service).meter
         meter._transcriber.load()  # type: ignore[union-attr]  # the server itself never waits for it
-        client = httpx.Client(base_url=live.url, timeout=120)
-
-        def measured() -> set[str]:
-            r = client.post("/v1/audio/speech", json=_body(LINES[1], slot_s=10.0, stream_format="sse"))
-            event = [ln for ln in r.text.splitlines() if "speech.audio.done" in ln][0].removeprefix("data: ")
-            return {c["measured_by"] for c in json.loads(event)["troupe_slot"]["chunks"]}
-
-        with client:
-            assert measured() == {"asr"}
+        with httpx.Client(base_url=live.url, timeout=120) as client:
+            assert _measured(client) == {"asr"}
             with meter._transcriber._lock:  # type: ignore[union-attr]  # another recognition holds it
-                assert measured() == {"length (asr busy)"}
+                assert _measured(client) == {"length (asr busy)"}
                 assert client.get("/healthz").status_code == 200
+
+
+def _measured(client: httpx.Client) -> set[str]:
+    r = client.post("/v1/audio/speech", json=_body(LINES[1], slot_s=10.0, stream_format="sse"))
+    return {c["measured_by"] for c in _slot_event(r.text)["chunks"]}
 
 
 def test_speed_memory_is_bounded_and_a_rate_stays_in_the_voice_range() -> None:
