@@ -165,7 +165,10 @@ def test_a_client_that_hangs_up_withdraws_the_chunk_in_flight(
     monkeypatch.setattr(service, "submit_chunk", submit_chunk)
     monkeypatch.setattr(SlottedLine, "cancel", cancel)
     body = _body(" ".join(LINES), slot_s=20.0)
-    with httpx.Client(base_url=by_length.url, timeout=60) as c, c.stream("POST", "/v1/audio/speech", json=body) as r:
+    with (
+        httpx.Client(base_url=by_length.url, timeout=60) as c,
+        c.stream("POST", "/v1/audio/speech", json=body) as r,
+    ):
         assert r.status_code == 200
         next(r.iter_raw())
     assert closed.wait(20), "the stream was never closed"
