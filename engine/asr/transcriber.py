@@ -121,30 +121,64 @@ class Transcriber:
         except (RuntimeError, ValueError, OSError) as exc:
             raise AsrUnavailable(f"{folder}: cannot load the speech recognition model: {exc}") from None
 
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
     def transcribe(self, audio: NDArray[np.float32], sample_rate_hz: int) -> Transcript:
         """What is said in mono `audio`, with each word's start and end."""
-        duration_s = len(audio) / sample_rate_hz
-        if len(audio) < sample_rate_hz // 20:  # under 50 ms: nothing to hear
+        pcm, duration_s = _pcm(audio, sample_rate_hz)
+        if pcm is None:
             return Transcript("", (), duration_s)
-        pcm = np.asarray(audio, np.float32).reshape(-1)
-        if sample_rate_hz != ASR_RATE_HZ:
-            pcm = soxr.resample(pcm, sample_rate_hz, ASR_RATE_HZ).astype(np.float32, copy=False)
         with self._lock:
             self._load_locked()
-            segments, _info = self._model.transcribe(
-                pcm, language=self.language, beam_size=self.beam_size, word_timestamps=True,
-                vad_filter=False, condition_on_previous_text=False,
-            )  # fmt: skip
-            segments = list(segments)  # decoding happens while iterating: inside the lock
-        words = tuple(
-            Word(
-                w.word.strip(), max(0.0, float(w.start)), min(duration_s, float(w.end)), float(w.probability)
-            )
-            for s in segments
-            for w in (s.words or ())
-            if w.word.strip()
-        )
-        return Transcript("".join(s.text for s in segments).strip(), words, duration_s)
+            segments = self._decode(pcm)
+        return _transcript(segments, duration_s)
+
+    def try_transcribe(self, audio: NDArray[np.float32], sample_rate_hz: int) -> Transcript | None:
+        """`transcribe`, but only if the model is loaded and no other recognition is running;
+        else None at once. For callers on a deadline, which never wait for the model."""
+        if self._model is None:
+            return None
+        pcm, duration_s = _pcm(audio, sample_rate_hz)
+        if pcm is None:
+            return Transcript("", (), duration_s)
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            segments = self._decode(pcm)
+        finally:
+            self._lock.release()
+        return _transcript(segments, duration_s)
+
+    def _decode(self, pcm: NDArray[np.float32]) -> list[Any]:
+        segments, _info = self._model.transcribe(
+            pcm, language=self.language, beam_size=self.beam_size, word_timestamps=True,
+            vad_filter=False, condition_on_previous_text=False,
+        )  # fmt: skip
+        return list(segments)  # decoding happens while iterating: the caller holds the lock
+
+
+def _pcm(audio: NDArray[np.float32], sample_rate_hz: int) -> tuple[NDArray[np.float32] | None, float]:
+    """`audio` as Whisper hears it (16 kHz mono) and its duration; None when under 50 ms
+    (nothing to hear)."""
+    duration_s = len(audio) / sample_rate_hz
+    if len(audio) < sample_rate_hz // 20:
+        return None, duration_s
+    pcm = np.asarray(audio, np.float32).reshape(-1)
+    if sample_rate_hz != ASR_RATE_HZ:
+        pcm = soxr.resample(pcm, sample_rate_hz, ASR_RATE_HZ).astype(np.float32, copy=False)
+    return pcm, duration_s
+
+
+def _transcript(segments: list[Any], duration_s: float) -> Transcript:
+    words = tuple(
+        Word(w.word.strip(), max(0.0, float(w.start)), min(duration_s, float(w.end)), float(w.probability))
+        for s in segments
+        for w in (s.words or ())
+        if w.word.strip()
+    )
+    return Transcript("".join(s.text for s in segments).strip(), words, duration_s)
 
 
 _shared: Transcriber | None = None

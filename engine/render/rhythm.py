@@ -95,35 +95,88 @@ Measure = Callable[[Mono], float]
 """Seconds from a chunk's start to the end of its last spoken word."""
 
 
+@dataclass(frozen=True)
+class Step:
+    """What the loop asks of the next chunk before it is voiced."""
+
+    index: int
+    hold_s: float
+    correction_s: float
+    target_s: float
+    """How long the chunk should take, from where the previous one ended as planned."""
+    rate: float
+
+
+class SlotLoop:
+    """The loop's state for one line, one chunk at a time: `next_step` says how to voice the
+    next chunk, `record` takes where it was heard to end. A caller that voices chunks
+    asynchronously (the speech server) drives it directly; `stream_to_slot` drives it with
+    plain callables."""
+
+    def __init__(self, chunks: Sequence[str], slot_s: float, settings: LoopSettings = LoopSettings(),
+                 model: RateModel | None = None) -> None:  # fmt: skip
+        self.chunks, self.settings = list(chunks), settings
+        self.model = model or RateModel(learn=settings.learn if settings.feedback else 0.0)
+        self.ends = plan_ends(self.chunks, slot_s)
+        total_chars = sum(len(c) for c in self.chunks)
+        self._fixed = self.model.rate_for(total_chars, slot_s, settings.min_rate, settings.max_rate)
+        self.position_s = 0.0
+        """Where the next chunk starts, from the start of the line (holds included)."""
+        self._k = 0
+
+    @property
+    def done(self) -> bool:
+        return self._k >= len(self.chunks)
+
+    def next_step(self) -> Step:
+        k, s = self._k, self.settings
+        prev_end = self.ends[k - 1] if k else 0.0
+        if not s.feedback:
+            return Step(k, 0.0, 0.0, self.ends[k] - prev_end, self._fixed)
+        hold = min(s.max_hold_s, max(0.0, prev_end - self.position_s))
+        fix = correction_s(self.position_s + hold - prev_end, s)
+        target = self.ends[k] - prev_end - fix
+        rate = self.model.rate_for(len(self.chunks[k]), target, s.min_rate, s.max_rate)
+        return Step(k, hold, fix, target, rate)
+
+    def retake_rate(self, step: Step, rate: float, took_s: float) -> float | None:
+        """The rate to voice the chunk again at, when its take missed by more than the
+        settings allow; None: keep it."""
+        s = self.settings
+        if not s.feedback or s.retry_s is None or abs(took_s - step.target_s) <= s.retry_s:
+            return None
+        return min(s.max_rate, max(s.min_rate, rate * took_s / max(1e-3, step.target_s)))
+
+    def record(self, step: Step, rate: float, took_s: float, length_s: float | None = None) -> ChunkTiming:
+        """The chunk voiced at `rate` was heard to end `took_s` after its start; the next
+        one starts `length_s` after it (the audio as sent; default `took_s`)."""
+        if self.settings.feedback:
+            self.model.update(len(self.chunks[step.index]), rate, took_s)
+        start = self.position_s + step.hold_s
+        self.position_s = start + (took_s if length_s is None else length_s)
+        self._k = step.index + 1
+        text = self.chunks[step.index]
+        return ChunkTiming(text, rate, step.correction_s, self.ends[step.index], start + took_s, step.hold_s)
+
+
 def stream_to_slot(chunks: Sequence[str], slot_s: float, voice: Voice, measure: Measure,
                    settings: LoopSettings = LoopSettings(), model: RateModel | None = None,
                    sample_rate_hz: int = SAMPLE_RATE_HZ) -> Iterator[tuple[Mono, ChunkTiming]]:  # fmt: skip
     """Each chunk's audio (to be played back to back, cut at its spoken end) and its timing."""
-    model = model or RateModel(learn=settings.learn if settings.feedback else 0.0)
-    ends = plan_ends(chunks, slot_s)
-    fixed = model.rate_for(sum(len(c) for c in chunks), slot_s, settings.min_rate, settings.max_rate)
-    spoken, prev_end = 0.0, 0.0
-    for text, end in zip(chunks, ends, strict=True):
-        hold = min(settings.max_hold_s, max(0.0, prev_end - spoken)) if settings.feedback else 0.0
-        fix = correction_s(spoken + hold - prev_end, settings) if settings.feedback else 0.0
-        target = end - prev_end - fix
-        rate = (
-            model.rate_for(len(text), target, settings.min_rate, settings.max_rate)
-            if settings.feedback
-            else fixed
-        )
-        audio = voice(text, rate)
+    loop = SlotLoop(chunks, slot_s, settings, model)
+    while not loop.done:
+        step = loop.next_step()
+        rate = step.rate
+        audio = voice(chunks[step.index], rate)
         took = measure(audio)
-        for _ in range(settings.retries if settings.feedback and settings.retry_s is not None else 0):
-            if abs(took - target) <= (settings.retry_s or 0.0):
+        for _ in range(settings.retries):
+            again = loop.retake_rate(step, rate, took)
+            if again is None:
                 break
-            rate = min(settings.max_rate, max(settings.min_rate, rate * took / max(1e-3, target)))
-            audio = voice(text, rate)
+            rate = again
+            audio = voice(chunks[step.index], rate)
             took = measure(audio)
-        if settings.feedback:
-            model.update(len(text), rate, took)
-        spoken += hold + took
-        prev_end = end
-        if hold > 0:
-            audio = np.concatenate([np.zeros(round(hold * sample_rate_hz), np.float32), audio])
-        yield audio, ChunkTiming(text, rate, fix, end, spoken, hold)
+        timing = loop.record(step, rate, took)
+        if step.hold_s > 0:
+            audio = np.concatenate([np.zeros(round(step.hold_s * sample_rate_hz), np.float32), audio])
+        yield audio, timing

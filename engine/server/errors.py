@@ -50,6 +50,14 @@ class ClientGone(Exception):
     """The client hung up while its speech was being made."""
 
 
+class BadField(TroupeError):
+    """A request field whose value parses but cannot be honoured: a 400 naming the field."""
+
+    def __init__(self, param: str, message: str) -> None:
+        super().__init__(message)
+        self.param = param
+
+
 class BodyTooLarge(HTTPException):
     """A request body (chunked or not) grew past the limit. An `HTTPException`, so that
     FastAPI's body reader passes it on instead of calling it a parse error."""
@@ -124,6 +132,10 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(ExportError)
     async def export_error(_r: Request, exc: ExportError) -> JSONResponse:
         return error(400, _printable(str(exc)), "response_format")
+
+    @app.exception_handler(BadField)
+    async def bad_field(_r: Request, exc: BadField) -> JSONResponse:
+        return error(400, _printable(str(exc)), exc.param, "invalid_value")
 
     @app.exception_handler(QueueFull)
     async def queue_full(_r: Request, exc: QueueFull) -> JSONResponse:

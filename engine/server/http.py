@@ -20,7 +20,8 @@ from engine.server.errors import ERROR_RESPONSES, error
 from engine.server.limits import Guard, ServerLimits
 from engine.server.listen import check_headers, wants_check
 from engine.server.openai_api import AUDIO_TYPES, LIVE, Text, router
-from engine.server.speech import MAX_TEXT_CHARS, SPEED_RANGE, SpeechService, role_key
+from engine.server.slotted import SlottedLine, check_slot
+from engine.server.speech import MAX_TEXT_CHARS, SPEED_RANGE, SpeechService, at_speed, role_key
 from engine.synthesis import lexicon
 from engine.synthesis.kokoro import warming
 
@@ -113,10 +114,25 @@ def _tts(app: FastAPI, service: SpeechService) -> None:
         format: ResponseFormat = "wav",
         stream: bool = False,
         speed: Annotated[float, Query(ge=SPEED_RANGE[0], le=SPEED_RANGE[1], allow_inf_nan=False)] = 1.0,
+        slot_s: Annotated[float | None, Query(allow_inf_nan=False)] = None,
+        slot_correction: bool = True,
     ) -> Response:
         """A cast role's line at the engine rate (48 kHz; `pcm` is headerless 16-bit
-        little-endian mono, its rate in X-Sample-Rate); `stream=1`: PCM chunk by chunk."""
+        little-endian mono, its rate in X-Sample-Rate); `stream=1`: PCM chunk by chunk;
+        `slot_s`: fit the line to that many seconds, chunk by chunk (`slotted`)."""
         check_format(format)
+        check_slot(slot_s, text)
+        if slot_s is not None:
+            voice = at_speed(service.voice(role), speed)
+            line = SlottedLine(service, role, voice, text, LIVE, slot_s, slot_correction)
+            if not stream:
+                audio = await line.whole(request)
+                data = await run_in_threadpool(whole, audio, format, SAMPLE_RATE_HZ)
+                return Response(data, headers={**headers(format, SAMPLE_RATE_HZ), **line.headers(),
+                                               **line.report.headers()})  # fmt: skip
+            opening = await line.first(request)
+            pieces = line.encoded(opening, StreamEncoder("pcm", SAMPLE_RATE_HZ))
+            return StreamingResponse(pieces, headers={**headers("pcm", SAMPLE_RATE_HZ), **line.headers()})
         futures = service.submit(role, text, speed, LIVE)
         if not stream:
             audio = await flow.whole(request, futures)

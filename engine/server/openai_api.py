@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Request
@@ -15,6 +16,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from engine.core.errors import CastError
+from engine.core.types import Voice
 from engine.scheduler import RequestClass
 from engine.server import flow
 from engine.server.audio_out import (
@@ -27,7 +29,8 @@ from engine.server.audio_out import (
 )
 from engine.server.errors import ERROR_RESPONSES
 from engine.server.listen import check_headers
-from engine.server.speech import MAX_TEXT_CHARS, SPEED_RANGE, SpeechService
+from engine.server.slotted import SlottedLine, check_slot
+from engine.server.speech import MAX_TEXT_CHARS, SPEED_RANGE, SpeechService, at_speed
 
 LIVE = RequestClass.SCRIPTED
 """HTTP requests compete by role weight and deadline (ad-libs would all be served FIFO first)."""
@@ -70,6 +73,11 @@ class SpeechBody(BaseModel):
     stream_format: Literal["audio", "sse"] = "audio"
     stream: bool = Field(True, description="Troupe (and Kokoro-FastAPI): false sends the whole file at "
                          "once, with its exact length in the header (FLAC always comes whole).")  # fmt: skip
+    slot_s: float | None = Field(None, allow_inf_nan=False, description="Troupe: the seconds the line "
+                                 "must fit; it is voiced chunk by chunk, each chunk's rate corrected by "
+                                 "where the last one was heard to end.")  # fmt: skip
+    slot_correction: bool = Field(True, description="Troupe: false voices a slotted line at one rate "
+                                  "guessed up front (no correction; for comparison).")  # fmt: skip
 
 
 def model_ids(service: SpeechService) -> list[str]:
@@ -105,9 +113,12 @@ def router(service: SpeechService) -> APIRouter:
                 f"unknown model {body.model!r}; GET /v1/models lists: {', '.join(model_ids(service))}"
             )
         check_format(body.response_format)
+        check_slot(body.slot_s, body.input)
         role, voice = service.resolve_voice(body.voice)
-        futures = service.submit(role, body.input, body.speed, LIVE, voice)
         extra = {"X-Troupe-Ignored": "instructions"} if body.instructions else {}
+        if body.slot_s is not None:
+            return await _slotted(request, service, body, role, at_speed(voice, body.speed), extra)
+        futures = service.submit(role, body.input, body.speed, LIVE, voice)
         if body.stream_format == "audio" and (body.response_format == "flac" or not body.stream):
             audio = await flow.whole(request, futures)
             data = await run_in_threadpool(whole, audio, body.response_format)
@@ -124,14 +135,32 @@ def router(service: SpeechService) -> APIRouter:
     return api
 
 
+async def _slotted(request: Request, service: SpeechService, body: SpeechBody, role: str, voice: Voice,
+                   extra: dict[str, str]) -> Response:  # fmt: skip
+    """A line that must fit `slot_s`: chunk by chunk, each one's rate corrected (`slotted`)."""
+    line = SlottedLine(service, role, voice, body.input, LIVE, body.slot_s or 0.0, body.slot_correction)
+    extra = {**extra, **line.headers()}
+    fmt_headers = headers(body.response_format, OPENAI_PCM_RATE_HZ)
+    if body.stream_format == "audio" and (body.response_format == "flac" or not body.stream):
+        audio = await line.whole(request)
+        data = await run_in_threadpool(whole, audio, body.response_format)
+        return Response(data, headers={**fmt_headers, **extra, **line.report.headers()})
+    first = await line.first(request)
+    encoder = StreamEncoder(body.response_format)
+    if body.stream_format == "sse":
+        events = _sse(line.encoded(first, encoder, _delta), lambda: {"troupe_slot": line.report.summary()})
+        return StreamingResponse(events, media_type="text/event-stream", headers=extra)
+    return StreamingResponse(line.encoded(first, encoder), headers={**fmt_headers, **extra})
+
+
 def _delta(piece: bytes) -> bytes:
     event = {"type": "speech.audio.delta", "audio": base64.b64encode(piece).decode("ascii")}
     return f"data: {json.dumps(event)}\n\n".encode()
 
 
-async def _sse(deltas: Any) -> Any:
+async def _sse(deltas: Any, more: Callable[[], dict[str, Any]] | None = None) -> Any:
     async for d in deltas:
         yield d
     usage = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
-    done = {"type": "speech.audio.done", "usage": usage}
+    done = {"type": "speech.audio.done", "usage": usage, **(more() if more is not None else {})}
     yield f"data: {json.dumps(done)}\n\n".encode()

@@ -67,6 +67,9 @@ class SpeechSettings:
     """Roles clients may add (PUT /v1/roles); a script's roles do not count."""
     client_role_idle_s: float = 3600.0
     """A role a client added is dropped after this long unused."""
+    slot_asr: bool = True
+    """Measure each chunk of a slotted stream with the recogniser where the asr extra is
+    installed and it is free (else, and with False, by the chunk's own length)."""
     cluster: str = ""
     """Voice on the Ray cluster at this address (`auto`: this machine's, or a local one);
     empty: voice here."""
@@ -310,17 +313,31 @@ class SpeechService:
         give_up = self.settings.give_up_s if self.scheduler.policy.name != "fifo" else math.inf
         try:
             for k, chunk in enumerate(chunks):
-                fut: Future[Mono] = Future()
-                r = Request(role_key(role), chunk, voice, now + self.settings.budget_s * (k + 1), klass,
-                            chunk=k, n_chunks=len(chunks), give_up_s=give_up)  # fmt: skip
-                r.on_done = functools.partial(self._done, fut=fut, gain_db=gain_db)
-                fut.add_done_callback(functools.partial(self._withdraw, r=r))
-                self.scheduler.submit(r)
-                futures.append(fut)
+                deadline = now + self.settings.budget_s * (k + 1)
+                n = len(chunks)
+                futures.append(self._queue(role, chunk, voice, klass, deadline, k, n, give_up, gain_db))
         except TroupeError:
             cancel(futures)  # all or nothing: the chunks already queued leave again
             raise
         return futures
+
+    def submit_chunk(self, role: str, chunk: str, voice: Voice, klass: RequestClass, k: int,
+                     n_chunks: int) -> Future[Mono]:  # fmt: skip
+        """Queue one chunk of a line on its own, due one budget from now (a line whose next
+        chunk waits on how the last one came out: the slotted stream)."""
+        give_up = self.settings.give_up_s if self.scheduler.policy.name != "fifo" else math.inf
+        deadline = self.clock() + self.settings.budget_s
+        return self._queue(role, chunk, voice, klass, deadline, k, n_chunks, give_up)
+
+    def _queue(self, role: str, chunk: str, voice: Voice, klass: RequestClass, deadline_s: float, k: int,
+               n_chunks: int, give_up_s: float, gain_db: float = 0.0) -> Future[Mono]:  # fmt: skip
+        fut: Future[Mono] = Future()
+        r = Request(role_key(role), chunk, voice, deadline_s, klass, chunk=k, n_chunks=n_chunks,
+                    give_up_s=give_up_s)  # fmt: skip
+        r.on_done = functools.partial(self._done, fut=fut, gain_db=gain_db)
+        fut.add_done_callback(functools.partial(self._withdraw, r=r))
+        self.scheduler.submit(r)
+        return fut
 
     def _withdraw(self, fut: Future[Mono], r: Request) -> None:
         """A client cancelled (left, timed out): its queued chunk leaves the queue, or the
