@@ -274,6 +274,12 @@ def cmd_play(args: argparse.Namespace) -> int:
           f"failed {len(failed)}, underruns {f.underruns}, xruns {f.xruns}")  # fmt: skip
     for c in failed:
         print(f"  FAILED cue {c.index + 1} ({c.role}): {c.error}", file=sys.stderr)
+    fitted = [c for c in snap.cues if c.fit]
+    if fitted:
+        over = [c for c in fitted if c.fit.startswith("over ")]
+        print(f"timed lines fitted to their slots: {len(fitted)}, past slot and overrun {len(over)}")
+        for c in over:
+            print(f"  OVER cue {c.index + 1} ({c.role}): {c.fit}", file=sys.stderr)
     return 0
 
 

@@ -94,6 +94,8 @@ class CueTableModel(QAbstractTableModel):
                 tip += f"\nfailed: {cue.error}"
             if cue.late_ms > 0:
                 tip += f"\nstarted {cue.late_ms:.0f} ms late"
+            if cue.fit:
+                tip += f"\nslot: {cue.fit} against its end"
             return tip
         return None
 
@@ -110,7 +112,8 @@ class CueTableModel(QAbstractTableModel):
         if state == "check" and cue.wer is not None:
             state += f" (WER {cue.wer:.2f})"
         kind = {"adlib": "ad-lib · ", "kept": "kept ad-lib · "}.get(cue.kind, "")
-        return kind + state + (f" +{cue.late_ms:.0f} ms" if cue.late_ms > 0 else "")
+        fit = f" · {cue.fit.split(',')[0]}" if cue.fit and not cue.fit.startswith("fits") else ""
+        return kind + state + (f" +{cue.late_ms:.0f} ms" if cue.late_ms > 0 else "") + fit
 
     def row_of(self, cue_index: int) -> int:
         """The row showing cue `cue_index` (ad-libs follow the script's cues), or -1."""

@@ -26,6 +26,7 @@ from engine.core.types import Script, Voice
 from engine.mixer import Clip, MixControls, Mixer, Pacing
 from engine.scheduler import Request, RequestClass, Scheduler, State
 from engine.show_adlibs import Adlibs
+from engine.show_fit import LiveFit
 from engine.show_tracks import HEARD, SR, CueState, CueTrack, ShowStats, plan
 from engine.synthesis.delivery import delivered_audio, delivered_voice
 from engine.synthesis.text import split_chunks
@@ -34,6 +35,9 @@ if TYPE_CHECKING:
     from engine.show_listen import LiveListener
 
 BLOCK_FRAMES = 1024
+REFIT_AHEAD_S = 0.5
+"""A timed line is voiced again to fit its slot only if its slot starts at least this far
+ahead of the writer (a take comes back in well under that on every shipped voice)."""
 RELEASE_AFTER_S = 1.0
 """A line's audio is let go this long after the listener heard its end (see `_release_heard`)."""
 __all__ = ["BLOCK_FRAMES", "CueState", "CueTrack", "Show", "ShowStats"]
@@ -54,6 +58,7 @@ class Show:
         prefetch_s: float = 10.0,
         clock: Clock = monotonic,
         splice_margin_ms: float = 15.0,
+        fit: bool = True,
     ) -> None:
         self.script, self.cast, self.scheduler, self.ring = script, cast, scheduler, ring
         self.pacing = pacing
@@ -65,6 +70,11 @@ class Show:
         self.tracks = [CueTrack(c, split_chunks(c.text) or [c.text], cast[c.role].rate_wpm)
                        for c in script.cues]  # fmt: skip
         self.stats = ShowStats()
+        timed = any(c.start_s is not None and c.end_s is not None for c in script.cues)
+        self.fit: LiveFit | None = LiveFit(script.cues) if fit and timed else None
+        """Timed lines voiced to fit their slots (None: no timed lines, or fitting off)."""
+        self._refit: list[tuple[int, int]] = []
+        """(cue, take) heard past its slot, to be voiced again at the next tick."""
         self.adlibs = Adlibs(self, round(splice_margin_ms / 1000 * SR))
         self.origin = ring.write_pos
         self.loop: tuple[float, float] | None = None
@@ -192,6 +202,8 @@ class Show:
         """Queue every chunk of `t`; False (nothing queued) when the queue is full: the
         engine thread never waits for room, and the line is asked for again next turn."""
         voice = delivered_voice(self.cast[t.cue.role], t.cue.hints)
+        if self.fit is not None and not t.adlib:
+            voice = self.fit.voice_for(t.cue, voice)
         gen = t.generation
         t.audio = [None] * len(t.chunks)
         t.requests = []
@@ -218,6 +230,10 @@ class Show:
             t.fallback |= r.fallback
             if t.known:
                 self._replan()
+                if self.fit is not None and not t.adlib:
+                    own = delivered_voice(self.cast[t.cue.role], t.cue.hints)
+                    if self.fit.heard(t.cue, own, [a for a in t.audio if a is not None]):
+                        self._refit.append((t.cue.index, t.generation))
                 if self.listener is not None and not t.adlib:
                     backend = "espeak" if t.fallback else self.cast[t.cue.role].backend
                     chunks = [a for a in t.audio if a is not None]
@@ -353,6 +369,8 @@ class Show:
             self._last_tick = now
             self._submit_window()
             self.scheduler.tick()
+        if self._refit:
+            self._voice_again()
         self._place()
         self._update_play_states()
         self._hold_for_go()
@@ -361,6 +379,16 @@ class Show:
         if now - self._last_release >= 0.25:
             self._last_release = now
             self._release_heard()
+
+    def _voice_again(self) -> None:
+        """Timed lines heard past their slots: voiced again at the corrected rate while the
+        slot is still far enough ahead of the writer for a take to come back in time."""
+        refit, self._refit = self._refit, []
+        for index, generation in refit:
+            t = self.tracks[index]
+            start = t.start_s if t.start_s is not None else self._planned[index]
+            if t.generation == generation and start - self.write_s >= REFIT_AHEAD_S:
+                self.retake(index, refit=True)
 
     def _release_heard(self) -> None:
         """Flat memory for any show length: a line the listener has passed leaves the mixer
@@ -432,8 +460,9 @@ class Show:
         """Speak `text` as `role` as soon as possible, over whatever is playing."""
         return self.adlibs.speak(role, text, voice)
 
-    def retake(self, cue_index: int, text: str | None = None) -> None:
-        """Re-voice one cue (edited text or a new voice); nothing else is re-rendered."""
+    def retake(self, cue_index: int, text: str | None = None, refit: bool = False) -> None:
+        """Re-voice one cue (edited text or a new voice); nothing else is re-rendered.
+        (`refit`: the show's own second take of a timed line, at its corrected rate.)"""
         if not 0 <= cue_index < len(self.tracks):
             raise TroupeError(f"cue {cue_index + 1} is not a line of the script (an ad-lib is spoken "
                               "again rather than re-taken)")  # fmt: skip
@@ -443,6 +472,8 @@ class Show:
         t.generation += 1
         self.scheduler.cancel(lambda r: r.cue_index == cue_index)
         self.mixer.remove_cue(cue_index)
+        if self.fit is not None and not refit:
+            self.fit.forget(cue_index)
         if text is not None:
             t.cue = t.cue.with_text(text)
             t.chunks = split_chunks(text) or [text]

@@ -45,6 +45,9 @@ class CueView:
     check: bool = False
     """The line check marked this take: its words were not all heard (TROUPE_LIVE_CHECK)."""
     wer: float | None = None
+    fit: str = ""
+    """A timed line's fit to its slot as heard: 'rate 1.21x, -40 ms' (ended 40 ms early),
+    'over +310 ms'; empty for untimed lines and until the take is voiced."""
 
 
 @dataclass(frozen=True)
@@ -199,7 +202,17 @@ def _cue_view(show: Show, t: CueTrack) -> CueView:
     kind = ("kept" if t.kept else "adlib") if t.adlib else "line"
     return CueView(t.cue.index, t.cue.role, t.cue.text, t.cue.scene, t.state.value, start,
                    t.est_duration_s, t.late_ms, t.fallback, t.error, t.cue.hints, kind, t.check,
-                   t.wer)  # fmt: skip
+                   t.wer, _fit(show, t))  # fmt: skip
+
+
+def _fit(show: Show, t: CueTrack) -> str:
+    fit = show.fit.fits.get(t.cue.index) if show.fit is not None and not t.adlib else None
+    if fit is None:
+        return ""
+    how = f"rate {fit.rate:.2f}x" if fit.strategy in ("rate", "overrun", "over") else fit.strategy
+    if fit.strategy in ("overrun", "over"):
+        how = f"{fit.strategy} ({how})"
+    return f"{how}, {fit.after_s * 1000:+.0f} ms"
 
 
 def measure_levels(show: Show, ring: MixRing, meters: Meters, heard: bool, now_s: float) -> None:
