@@ -12,14 +12,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
-from engine.core.limits import limit
 from engine.core.types import SAMPLE_RATE_HZ, Voice
 from engine.render.fitting import trim_tail
 from engine.render.rhythm import PRIOR_S_PER_CHAR, ChunkTiming, LoopSettings, RateModel, SlotLoop, Step
@@ -28,6 +27,7 @@ from engine.server.audio_out import StreamEncoder
 from engine.server.errors import BadField
 from engine.server.flow import unless_disconnected
 from engine.server.speech import SpeechService
+from engine.show_fit import PRIOR_RATE_WPM, at_rate
 from engine.synthesis import ssml
 from engine.synthesis.base import Mono
 from engine.synthesis.text import split_chunks
@@ -36,8 +36,6 @@ SLOT_RANGE_S = (0.2, 600.0)
 """A slot shorter than a syllable or longer than the longest input could take is refused."""
 ALLOWED_OVERRUN_S = 0.5
 """How far past its slot a line may end and still count as fitting (the render's own bound)."""
-PRIOR_RATE_WPM = 175
-"""The rate at which `PRIOR_S_PER_CHAR` holds; a voice set faster starts from a faster guess."""
 SLOT_HEADER = "X-Troupe-Slot"
 SLOT_CHUNK_CHARS = 60
 """A slotted line streams in clauses of at most this many characters (a plain stream's
@@ -148,13 +146,6 @@ def slot_state(service: SpeechService) -> SlotState:
         state = SlotState(ChunkMeter(service.settings.slot_asr), SpeedMemory())
         service._slot_state = state  # type: ignore[attr-defined]
     return state
-
-
-def at_rate(voice: Voice, rate: float) -> tuple[Voice, float]:
-    """`voice` `rate` times faster within its rate range, and the rate that gives exactly."""
-    lo, hi = limit("rate_wpm")
-    wpm = int(min(hi, max(lo, round(voice.rate_wpm * rate))))
-    return replace(voice, rate_wpm=wpm), wpm / voice.rate_wpm
 
 
 @dataclass
