@@ -46,13 +46,18 @@ def test_stop_returns_to_the_top_and_play_replays_it(radio: Harness) -> None:
 def test_end_of_show_stops_the_clock_at_the_real_length(testdata: Path) -> None:
     h = Harness(testdata / "lighthouse.fountain")
     try:
-        h.play_to_end()
-        h.play(1.0)
+        heard = np.concatenate([h.play_to_end(), h.play(1.0)])
         show = h.show
         assert show.status == "ended"
-        last = max(show.tracks, key=lambda t: (t.start_s or 0) + t.est_duration_s)
-        real_end = (last.start_s or 0) + sum(len(a) for a in last.audio if a is not None) / SR
+        # Each take's real length: its audio, or (once heard and released, which may already
+        # have happened here) the length kept from that audio.
+        lengths = {t.cue.index: t.est_duration_s for t in show.tracks}
+        assert all(t.known or t.released for t in show.tracks)
+        last = max(show.tracks, key=lambda t: (t.start_s or 0) + lengths[t.cue.index])
+        real_end = (last.start_s or 0) + lengths[last.cue.index]
         assert show.end_s == pytest.approx(real_end, abs=1e-6)
+        loud = np.flatnonzero(np.abs(heard).reshape(len(heard), -1).max(axis=1) > 1e-3)
+        assert real_end - 1.0 < loud[-1] / SR <= real_end + 1e-3  # what was heard ends there too
         assert show.playhead_s == pytest.approx(real_end, abs=1e-6)
         held = show.playhead_s
         assert not h.play(0.5).any() and show.playhead_s == held  # the clock has stopped
