@@ -41,6 +41,12 @@ class PolicyConfig:
     """Under overload, lower weights are deferred until every kept deadline has this share of
     its remaining time spare: room for the weights to pick (a lead's line goes first instead
     of waiting until its own deadline is the most urgent)."""
+    fifo_tolerance: float = 0.35
+    """The weights may reorder only while no queued line is answered later than
+    `(1 + fifo_tolerance)` times the wait arrival order would have given it (estimated when it
+    was queued), plus `fifo_grace_s`; its deadline bounds it too. 0 is arrival order
+    whenever anything waits; inf lets the weights defer a line up to its deadline."""
+    fifo_grace_s: float = 0.05
 
 
 class Policy(Protocol):
@@ -96,6 +102,8 @@ class _Entries:
         self.slots: dict[int, _Slot] = {}
         self.work: dict[str, float] = {}
         """Queued synthesis time by role (s): what `charge` added, less what left."""
+        self.total = 0.0
+        """The sum of `work`."""
 
     def issue(self, r: Request) -> _Slot:
         self.retire(r)
@@ -107,6 +115,7 @@ class _Entries:
         assert slot.r is not None
         slot.cost = cost_s
         self.work[slot.r.role] = self.work.get(slot.r.role, 0.0) + cost_s
+        self.total += cost_s
 
     def retire(self, r: Request) -> _Slot | None:
         slot = self.slots.pop(r.id, None)
@@ -114,6 +123,7 @@ class _Entries:
             slot.r = None  # NB: every stale entry pointing at this slot now holds nothing
             left = self.work.get(r.role, 0.0) - slot.cost
             self.work[r.role] = max(0.0, left) if left > 1e-9 else 0.0
+            self.total = self.total - slot.cost if self.total - slot.cost > 1e-9 else 0.0
         return slot
 
     @property

@@ -4,11 +4,15 @@ Order (a decision costs O(log n) at any depth; keys do not change with time):
 - ad-libs first (FIFO among them);
 - then the current speaker's next lines inside the continuity window, then the role
   ranked first by `weight * class_factor + age_rate * age` (its earliest line), but only
-  while that keeps the nearest deadlines feasible; otherwise the earliest deadline that can
-  still be met (EDF). When the queued deadlines cannot all be met whatever the order
-  (overload), the lowest weights are deferred until the rest can (see `refresh`). The age
-  term is additive, so a weight-1 role under a flood of weight-10 work is served once it
-  has waited (10 - 1) / age_rate seconds longer than them: nothing starves.
+  while that keeps every queued line on time; otherwise the earliest that can still be
+  (EDF). "On time" is the line's deadline or, for a request a client waits on, sooner:
+  `fifo_tolerance` (35%) past the wait arrival order would have given it. The weights take
+  the lead ahead while the others can spare it, never by deferring a client's request up to
+  its deadline when FIFO would have answered it in a fraction of that. When the queued
+  deadlines cannot all be met whatever the order (overload), the lowest weights are
+  deferred until the rest can (see `refresh`). The age term is additive, so a weight-1
+  role under a flood of weight-10 work is served once it has waited (10 - 1) / age_rate
+  seconds longer than them: nothing starves.
   `weight + age_rate * (now - t_enqueued)` ranks like `weight - age_rate * t_enqueued`,
   a key fixed at arrival (the `now` term is common to all).
 
@@ -43,8 +47,9 @@ class RoleAwarePolicy:
     serving it leaves every queued deadline feasible (slack stealing); when it would not,
     the earliest deadline that can still be met goes first.
 
-    The deadline order is a sorted list. The system's slack, min over queued deadlines of
-    (deadline - now - estimated work due before it), is computed by a scan of up to
+    The deadline order is a sorted list, keyed by when each line is due (`_due`: its
+    deadline, or its tolerated FIFO wait when sooner). The system's slack, min over queued
+    lines of (due - now - estimated work due before it), is computed by a scan of up to
     `scan_limit` deadlines by the scheduler at most every `refresh_s` (`refresh`), and kept up to date in
     between in O(1) (conservatively: it is only ever lowered by arrivals and by out-of-order
     picks), so a decision never scans. `pop` refreshes by itself only when no tick has for
@@ -100,8 +105,9 @@ class RoleAwarePolicy:
         cost, r.est_latency_s = self._estimate(r)
         r.est_cost_s = cost
         now = r.t_enqueued
-        if r.deadline_s - now - cost >= 0:  # deadlines after it lose `cost`; its own slack >= ...
-            own = r.deadline_s - now - self._work - cost + (now - self._slack_at)
+        due = self._due(r, now)
+        if due - now - cost >= 0:  # deadlines after it lose `cost`; its own slack >= ...
+            own = due - now - self._work - cost + (now - self._slack_at)
             self._slack = min(self._slack - cost, own)
             self._work += cost
         slot = self._e.issue(r)
@@ -114,12 +120,24 @@ class RoleAwarePolicy:
         self._costs.add(slot.weight, r.deadline_s, slot.audio_s)
         if r.klass is RequestClass.ADLIB:
             self._adlib.append(slot)
-        bisect.insort(self._edf, (r.deadline_s, slot.seq, slot))  # NB: seq is unique: slots never compared
+        bisect.insort(self._edf, (due, slot.seq, slot))  # NB: seq is unique: slots never compared
         heapq.heappush(self._prio, (self._key(r), slot.seq, slot))
         heapq.heappush(self._by_role.setdefault(r.role, []), (r.deadline_s, slot.seq, slot))
         self._oldest.setdefault(r.role, deque()).append(slot)
         if math.isfinite(r.give_up_s):
             heapq.heappush(self._expiry, (r.give_up_at_s, slot.seq, slot))
+
+    def _due(self, r: Request, now: float) -> float:
+        """When `r` must be answered for the weights to reorder around it: its deadline; for a
+        request a client is waiting on (a finite `give_up_s`), sooner: `fifo_tolerance` past
+        the wait arrival order would give it (the work queued on this backend now, then its
+        own latency). A show's line is due at its cue, however early it was queued. Taken
+        before `r` is charged."""
+        if not math.isfinite(r.give_up_s):
+            return r.deadline_s
+        fifo_s = self._e.total + r.est_latency_s
+        tolerated = now + (1.0 + self.config.fifo_tolerance) * fifo_s + self.config.fifo_grace_s
+        return min(r.deadline_s, tolerated)
 
     def admit(self, r: Request, now: float) -> float:
         """0 when `r` can finish by its give-up time behind the work that would go before it
@@ -190,15 +208,16 @@ class RoleAwarePolicy:
                 continue
             cost, lat = self._estimate(r)  # NB: renewed each tick, as measured speed settles
             r.est_cost_s, r.est_latency_s = cost, lat
-            if entry[0] - now - lat < 0:
+            d = r.deadline_s  # NB: overload is judged on deadlines; `entry[0]` may be sooner
+            if d - now - lat < 0:
                 continue  # cannot be met any more: it is served by weight, not urgency
             kept.append(entry)
             work += cost
             heapq.heappush(victims, (entry[2].weight, -cost, entry[1], entry))
             # its audio arrives a batch latency after its share of the work is done
-            spare = self.config.overload_reserve * (entry[0] - now)
-            while entry[0] - now - work - (lat - cost) < spare and victims:
-                if victims[0][0] >= entry[2].weight and entry[0] - now - work - (lat - cost) >= 0:
+            spare = self.config.overload_reserve * (d - now)
+            while d - now - work - (lat - cost) < spare and victims:
+                if victims[0][0] >= entry[2].weight and d - now - work - (lat - cost) >= 0:
                     break  # the reserve defers only lower weights than the line it makes room for
                 _, neg_cost, seq, victim = heapq.heappop(victims)
                 deferred.add(seq)
@@ -223,8 +242,8 @@ class RoleAwarePolicy:
     def _drop_front(self, now: float) -> None:
         edf, n = self._edf, 0
         while n < len(edf):
-            d, _, slot = edf[n]
-            if slot.r is not None and d - now - slot.r.est_latency_s >= 0:
+            slot = edf[n][2]
+            if slot.r is not None and slot.r.deadline_s - now - slot.r.est_latency_s >= 0:
                 break
             n += 1
         if n:

@@ -216,3 +216,37 @@ def test_overload_reserve_never_defers_the_top_weight_for_itself(clock: ManualCl
     t = clock()
     _push(p, clock, *(req("LEAD", f"lead-{k}", deadline=t + 0.2 * k + 0.01) for k in (1, 2, 3)))
     assert _serve_all(p, clock, 0.2) == ["lead-1", "lead-2", "lead-3"]  # in deadline order, all met
+
+
+def _client_queue(tolerance: float) -> tuple[dict[str, float], dict[str, float]]:
+    """20 client requests queued at once (a lead every fourth), 0.1 s each, deadlines far
+    off: each one's finish time, and what arrival order would have given it."""
+    clock = ManualClock()
+    p = RoleAwarePolicy(PolicyConfig(fifo_tolerance=tolerance), weights={"LEAD": 10, "EXTRA": 1})
+    p.service_s = lambda r: 0.1
+    t0 = clock()
+    fifo: dict[str, float] = {}
+    for k in range(20):
+        r = req("LEAD" if k % 4 == 3 else "EXTRA", f"{k}", deadline=t0 + 10)
+        r.give_up_s = 5.0
+        r.t_enqueued = t0
+        p.push(r)
+        fifo[r.text] = 0.1 * (k + 1)
+    done: dict[str, float] = {}
+    while (r := p.pop(clock())) is not None:
+        clock.advance(0.1)
+        done[r.text] = clock() - t0
+    return done, fifo
+
+
+def test_weights_reorder_client_requests_only_within_the_fifo_tolerance() -> None:
+    done, fifo = _client_queue(0.35)
+    assert sorted(done) == sorted(fifo)  # every request served
+    for text, finish in done.items():  # none later than 1.35x its arrival-order wait, + grace, + one started
+        assert finish <= 1.35 * fifo[text] + 0.05 + 0.1 + 1e-9, (text, finish, fifo[text])
+    leads = [t for t in done if int(t) % 4 == 3]
+    assert sum(done[t] for t in leads) < 0.8 * sum(fifo[t] for t in leads)  # the lead still goes ahead
+    # without the bound the weights defer the others up to their deadlines
+    done, fifo = _client_queue(float("inf"))
+    assert all(done[t] <= 0.5 + 1e-9 for t in leads)  # every lead line first
+    assert max(done[t] / fifo[t] for t in done) > 2.0
