@@ -1,6 +1,7 @@
 """Hearing what was voiced: speech recognition (faster-whisper, the `asr` extra), text
 normalisation, word error rate, word timings and the line check."""
 
+from engine.asr.align import DRIFT_BOUND_S, word_drift_s
 from engine.asr.check import (
     DEFAULT_THRESHOLD,
     LineCheck,
@@ -22,6 +23,7 @@ from engine.asr.wer import WordErrors, wer, word_errors
 
 __all__ = [
     "DEFAULT_THRESHOLD",
+    "DRIFT_BOUND_S",
     "AsrUnavailable",
     "LineCheck",
     "LineChecker",
@@ -36,5 +38,6 @@ __all__ = [
     "shared_transcriber",
     "threshold_for",
     "wer",
+    "word_drift_s",
     "word_errors",
 ]

@@ -9,6 +9,12 @@ from engine.asr.text import normalise
 from engine.asr.transcriber import Word
 from engine.asr.wer import align
 
+DRIFT_BOUND_S = 0.25
+"""Predicted word times (a backend's own durations) whose starts and ends are further than
+this on average from where the recogniser placed the words disagree with what was heard:
+more than the recogniser's own timing error (about 0.1 s for a clean neural voice), less
+than a word (a dropped or added word shifts the words after it by one)."""
+
 
 def _heard_tokens(heard: Sequence[Word]) -> tuple[list[str], list[tuple[float, float]]]:
     """Each heard word split into spoken tokens ('2024' -> four), its span shared evenly."""
@@ -89,3 +95,12 @@ def _monotonic(
             cut = a + (b - a) * len(shown[first]) / (len(shown[first]) + len(shown[second]))
             spans[first][1], spans[second][0] = cut, cut
     return tuple(Word(w, a, b) for w, (a, b) in zip(shown, spans, strict=True))
+
+
+def word_drift_s(predicted: Sequence[tuple[str, float, float]], heard: Sequence[Word]) -> float | None:
+    """Mean |predicted - heard| in seconds over every word's start and end, the two lists
+    being the same line's words in order; None when they are not (or are empty)."""
+    if not predicted or len(predicted) != len(heard):
+        return None
+    diffs = [abs(a - w.start_s) + abs(b - w.end_s) for (_t, a, b), w in zip(predicted, heard, strict=True)]
+    return sum(diffs) / (2 * len(diffs))

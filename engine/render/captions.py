@@ -78,6 +78,10 @@ def cue_sheet_json(lines: Sequence[LineTiming]) -> list[dict[str, object]]:
             row |= {"wer": round(n.wer, 3), "heard": n.heard, "check": n.check}
         if n.fit:
             row["fit"] = n.fit
+        if n.words_from:
+            row["words_from"] = n.words_from
+        if n.word_drift_s is not None:
+            row |= {"word_drift_s": round(n.word_drift_s, 3), "words_disagree": n.words_disagree}
         row["words"] = [{"text": t, "start_s": round(ln.start_s + a, 3), "end_s": round(ln.start_s + b, 3)}
                         for t, a, b in n.words]  # fmt: skip
         rows.append(row)

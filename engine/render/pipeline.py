@@ -325,8 +325,10 @@ def _finish(job: _Job, files: OutputFiles, stream: _Stream, result: RenderResult
     if job.listening is not None:
         result.report = build_report(result.lines)
         write_report(job.out.with_suffix(".report.json"), result.report)
-        if job.listening.check is not None:
-            result.captions = write_captions(job.out, result.lines)
+    if (job.listening is not None and job.listening.check is not None) or any(
+        ln.notes.words for ln in result.lines
+    ):
+        result.captions = write_captions(job.out, result.lines)  # heard, or the backends' own word times
     if job.stems_dir is not None:
         result.timeline = _write_timeline(job, result)
 

@@ -46,7 +46,26 @@ def build_report(lines: Sequence[LineTiming]) -> dict[str, Any]:
         report["flagged"] = [{"cue": ln.cue_index, "role": ln.role, "wer": round(ln.notes.wer or 0.0, 3),
                               "text": ln.text, "heard": ln.notes.heard, "retaken": ln.notes.retaken}
                              for ln in checked if ln.notes.check]  # fmt: skip
+    compared = [ln for ln in voiced if ln.notes.word_drift_s is not None]
+    if compared:
+        report["word_times"] = _word_times(compared)
     return report
+
+
+def _word_times(compared: Sequence[LineTiming]) -> dict[str, Any]:
+    """How far the backends' predicted word times were from where the recogniser heard the
+    words: per line, and the lines past the bound."""
+    from engine.asr.align import DRIFT_BOUND_S
+
+    drift = [ln.notes.word_drift_s or 0.0 for ln in compared]
+    return {
+        "lines": len(compared), "bound_s": DRIFT_BOUND_S,
+        "mean_drift_s": round(float(np.mean(drift)), 3), "max_drift_s": round(max(drift), 3),
+        "per_line": [{"cue": ln.cue_index, "drift_s": round(d, 3)}
+                     for ln, d in zip(compared, drift, strict=True)],
+        "disagree": [{"cue": ln.cue_index, "role": ln.role, "drift_s": round(d, 3), "text": ln.text}
+                     for ln, d in zip(compared, drift, strict=True) if ln.notes.words_disagree],
+    }  # fmt: skip
 
 
 def write_report(path: Path, report: dict[str, Any]) -> None:
@@ -67,4 +86,11 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         out.append(f"WER {role}: mean {w['mean']:.2f}, max {w['max']:.2f} over {w['lines']} lines")
     for f in report.get("flagged", []):
         out.append(f"CHECK cue {f['cue']} ({f['role']}, WER {f['wer']:.2f}): heard {f['heard']!r}")
+    times = report.get("word_times")
+    if times:
+        out.append(f"word times: predicted vs heard, mean {times['mean_drift_s']:.2f} s, max "
+                   f"{times['max_drift_s']:.2f} s over {times['lines']} lines")  # fmt: skip
+        for d in times["disagree"]:
+            out.append(f"WORD TIMES cue {d['cue']} ({d['role']}): {d['drift_s']:.2f} s from what was heard "
+                       f"(bound {times['bound_s']:.2f} s)")  # fmt: skip
     return out

@@ -45,6 +45,13 @@ class LineNotes:
     check: bool = False
     """Marked "check": the WER is over its backend's threshold (a word dropped or slurred)."""
     words: tuple[WordSpan, ...] = ()
+    words_from: str = ""
+    """Where the word times came from: 'model' (the backend's own durations), 'asr' (what the
+    line check heard) or '' (none)."""
+    word_drift_s: float | None = None
+    """Mean |predicted - heard| over the words' starts and ends, where both were had."""
+    words_disagree: bool = False
+    """The predicted word times are further than `engine.asr.DRIFT_BOUND_S` from the heard."""
     retaken: bool = False
     """Voiced a second time after a failed check (the better take was kept)."""
     fit: str = ""

@@ -11,8 +11,8 @@ from engine.cast import Cast
 from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ, Cue
 from engine.render.result import LineNotes, RenderCancelled
-from engine.synthesis.base import Mono, Synthesizer, SynthRequest, at_rate
-from engine.synthesis.delivery import delivered_audio, delivered_voice
+from engine.synthesis.base import Mono, Synthesizer, SynthRequest, Take, at_rate, synthesize_takes
+from engine.synthesis.delivery import delivered_take, delivered_voice
 
 BATCHES_AHEAD = 3
 """Batches in flight: enough to keep every worker busy, few enough that memory stays flat."""
@@ -20,20 +20,21 @@ BATCHES_AHEAD = 3
 Voiced = tuple[Cue, Mono | None, str | None, LineNotes]
 """A cue, its audio (None if it failed), the error, and what listening to it found."""
 
-Finisher = Callable[[Cue, Mono], tuple[Mono, LineNotes]]
+Finisher = Callable[[Cue, Take], tuple[Mono, LineNotes]]
 """Applied to each voiced line in the voicing threads (fit to slot, line check)."""
 
 
 def _voice_batch(synth: Synthesizer, cues: Sequence[Cue], cast: Cast, finish: Finisher | None = None,
                  rate_hz: int = SAMPLE_RATE_HZ) -> list[Voiced]:  # fmt: skip
     """One batch, each line through `finish` (at the synthesizer's rate), then at `rate_hz`;
-    a line that fails fails alone."""
+    a line that fails fails alone. Without `finish`, a line keeps its backend's word times."""
     out: list[Voiced] = []
-    for c, a, e in _voice_lines(synth, cues, cast):
-        notes = LineNotes()
-        if a is not None and finish is not None:
+    for c, take, e in _voice_lines(synth, cues, cast):
+        a = take.audio if take is not None else None
+        notes = LineNotes(words=take.words, words_from="model") if take and take.words else LineNotes()
+        if take is not None and finish is not None:
             try:
-                a, notes = finish(c, a)
+                a, notes = finish(c, take)
             except SynthesisError as exc:  # a retake or rate change failed: the first take stands
                 notes = LineNotes(heard=f"not checked: {exc}")
         out.append((c, a if a is None else at_rate(a, synth.sample_rate_hz, rate_hz), e, notes))
@@ -42,21 +43,23 @@ def _voice_batch(synth: Synthesizer, cues: Sequence[Cue], cast: Cast, finish: Fi
 
 def _voice_lines(
     synth: Synthesizer, cues: Sequence[Cue], cast: Cast
-) -> list[tuple[Cue, Mono | None, str | None]]:
+) -> list[tuple[Cue, Take | None, str | None]]:
     """One batch; if the batch fails, each line is retried alone so a bad line fails alone."""
     requests = [SynthRequest(c.text, delivered_voice(cast[c.role], c.hints), c.index, c.role) for c in cues]
     try:
-        voiced = synth.synthesize(requests)
+        voiced = synthesize_takes(synth, requests)
         return [
-            (c, delivered_audio(a, c.hints, synth.sample_rate_hz), None)
-            for c, a in zip(cues, voiced, strict=True)
+            (c, delivered_take(t, c.hints, synth.sample_rate_hz), None)
+            for c, t in zip(cues, voiced, strict=True)
         ]
     except SynthesisError:
         pass
-    out: list[tuple[Cue, Mono | None, str | None]] = []
+    out: list[tuple[Cue, Take | None, str | None]] = []
     for c, r in zip(cues, requests, strict=True):
         try:
-            out.append((c, delivered_audio(synth.synthesize([r])[0], c.hints, synth.sample_rate_hz), None))
+            out.append(
+                (c, delivered_take(synthesize_takes(synth, [r])[0], c.hints, synth.sample_rate_hz), None)
+            )
         except SynthesisError as exc:
             out.append((c, None, str(exc)))
     return out

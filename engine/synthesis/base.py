@@ -46,6 +46,30 @@ class VoiceInfo:
     gender: str = ""
 
 
+WordTime = tuple[str, float, float]
+"""A word of the request's text as written and its (start, end) in seconds from the clip's start."""
+
+
+@dataclass(frozen=True)
+class Take:
+    """A voiced request: its audio, and where the backend predicted each word to be."""
+
+    audio: Mono
+    words: tuple[WordTime, ...] | None = None
+    """One entry per whitespace-separated word of the request's text, from the backend's own
+    durations (Kokoro's per-token frames); None where the backend does not predict them."""
+
+
+def retimed(words: tuple[WordTime, ...] | None, scale: float = 1.0, shift_s: float = 0.0,
+            end_s: float = float("inf")) -> tuple[WordTime, ...] | None:  # fmt: skip
+    """Word times for the clip played `1 / scale` times as fast, then delayed by `shift_s`
+    and cut at `end_s` (the times a trim, a time-stretch or a pause before give its words)."""
+    if words is None:
+        return None
+    return tuple((w, min(end_s, max(0.0, a * scale + shift_s)), min(end_s, max(0.0, b * scale + shift_s)))
+                 for w, a, b in words)  # fmt: skip
+
+
 @runtime_checkable
 class Synthesizer(Protocol):
     """A voice backend: espeak-ng, Kokoro, TensorRT, a remote server."""
@@ -61,3 +85,13 @@ class Synthesizer(Protocol):
     def stream(self, request: SynthRequest) -> Iterator[Mono]: ...
 
     def close(self) -> None: ...
+
+
+def synthesize_takes(synth: Synthesizer, batch: Sequence[SynthRequest]) -> list[Take]:
+    """`synth.synthesize(batch)` with each line's predicted word times, where the backend has
+    them (an optional `synthesize_takes` method); other backends' takes carry none."""
+    timed = getattr(synth, "synthesize_takes", None)
+    if timed is not None:
+        takes: list[Take] = timed(batch)
+        return takes
+    return [Take(a) for a in synth.synthesize(batch)]

@@ -19,7 +19,7 @@ import numpy as np
 from engine.core.errors import CastError
 from engine.core.limits import VOICE_LIMITS
 from engine.core.types import Voice
-from engine.synthesis.base import Mono
+from engine.synthesis.base import Mono, Take, retimed
 from engine.synthesis.effects import FILTERS
 
 
@@ -156,3 +156,10 @@ def delivered_audio(audio: Mono, hints: Iterable[str], sample_rate_hz: int, firs
     if d.pause_s > 0 and first:
         audio = np.concatenate([np.zeros(int(d.pause_s * sample_rate_hz), np.float32), audio])
     return audio
+
+
+def delivered_take(take: Take, hints: Iterable[str], sample_rate_hz: int) -> Take:
+    """`delivered_audio` of a take, its word times moved by the pause put before it."""
+    audio = delivered_audio(take.audio, hints, sample_rate_hz)
+    pause_s = max(0, len(audio) - len(take.audio)) / sample_rate_hz
+    return Take(audio, retimed(take.words, shift_s=pause_s))

@@ -101,13 +101,28 @@ class Lexicon:
     def apply(self, text: str) -> str:
         """`text` with each listed word respelled or marked `[word](/ipa/)`; spans already
         marked (inline IPA, espeak-ng `[[...]]`) are left as they are."""
+        return self.apply_mapped(text)[0]
+
+    def apply_mapped(self, text: str) -> tuple[str, list[int]]:
+        """`apply(text)`, and for each of its characters the index in `text` it came from (a
+        replacement's characters all come from the start of the word it replaces)."""
         if not self.entries:
-            return text
+            return text, list(range(len(text)))
         pattern = self._pattern()
         out: list[str] = []
+        origin: list[int] = []
+        at = 0
         for chunk, protected in _spans(text):
-            out.append(chunk if protected else pattern.sub(self._replace, chunk))
-        return "".join(out)
+            k = 0
+            for m in [] if protected else pattern.finditer(chunk):
+                out.append(chunk[k : m.start()] + self._replace(m))
+                origin += range(at + k, at + m.start())
+                origin += [at + m.start()] * (len(out[-1]) - (m.start() - k))
+                k = m.end()
+            out.append(chunk[k:])
+            origin += range(at + k, at + len(chunk))
+            at += len(chunk)
+        return "".join(out), origin
 
     def _pattern(self) -> re.Pattern[str]:
         words = sorted(self.entries, key=len, reverse=True)
@@ -133,15 +148,21 @@ def _spans(text: str) -> Iterator[tuple[str, bool]]:
 
 def segments(text: str) -> list[tuple[str, bool]]:
     """(text, False) and (ipa, True) pieces: what a phoneme backend voices, in order."""
-    out: list[tuple[str, bool]] = []
+    return [(piece, is_ipa) for piece, is_ipa, _at, _shown in segment_spans(text)]
+
+
+def segment_spans(text: str) -> list[tuple[str, bool, int, str]]:
+    """`segments(text)`, each with the text it shows and where that starts in `text` (a
+    plain piece shows itself; an inline IPA span shows its `[words]`)."""
+    out: list[tuple[str, bool, int, str]] = []
     k = 0
     for m in INLINE.finditer(text):
         if m.start() > k:
-            out.append((text[k : m.start()], False))
-        out.append((unicodedata.normalize("NFC", m.group(2).strip()), True))
+            out.append((text[k : m.start()], False, k, text[k : m.start()]))
+        out.append((unicodedata.normalize("NFC", m.group(2).strip()), True, m.start(1), m.group(1)))
         k = m.end()
     if k < len(text):
-        out.append((text[k:], False))
+        out.append((text[k:], False, k, text[k:]))
     return out
 
 
@@ -215,3 +236,8 @@ def current() -> Lexicon:
 def prepare(text: str) -> str:
     """A line's text as every backend takes it: the current lexicon applied."""
     return current().apply(text)
+
+
+def prepare_mapped(text: str) -> tuple[str, list[int]]:
+    """`prepare(text)`, and where in `text` each of its characters came from."""
+    return current().apply_mapped(text)

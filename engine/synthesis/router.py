@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ
-from engine.synthesis.base import Mono, Synthesizer, SynthRequest, VoiceInfo, at_rate
+from engine.synthesis.base import Mono, Synthesizer, SynthRequest, Take, VoiceInfo, at_rate, synthesize_takes
 from engine.synthesis.espeak import stand_in
 
 log = logging.getLogger("troupe.render")
@@ -38,22 +38,26 @@ class Router:
 
     def synthesize(self, batch: Sequence[SynthRequest]) -> list[Mono]:
         """Each backend's share in one call (so a batching backend batches), in order."""
+        return [take.audio for take in self.synthesize_takes(batch)]
+
+    def synthesize_takes(self, batch: Sequence[SynthRequest]) -> list[Take]:
+        """`synthesize`, with each line's predicted word times where its backend has them."""
         groups: dict[str, list[int]] = {}
         for k, r in enumerate(batch):
             groups.setdefault(r.voice.backend, []).append(k)
-        out: list[Mono | None] = [None] * len(batch)
+        out: list[Take | None] = [None] * len(batch)
         for backend, idx in groups.items():
             share = [batch[k] for k in idx]
-            for k, audio in zip(idx, self._voice(backend, share), strict=True):
-                out[k] = audio
-        return [a for a in out if a is not None]
+            for k, take in zip(idx, self._voice(backend, share), strict=True):
+                out[k] = take
+        return [t for t in out if t is not None]
 
-    def _voice(self, backend: str, share: list[SynthRequest]) -> list[Mono]:
+    def _voice(self, backend: str, share: list[SynthRequest]) -> list[Take]:
         synth = self.synths.get(backend)
         try:
             if synth is None:
                 raise SynthesisError(f"no {backend} voices here (is its extra installed?)")
-            return self._at_rate(synth, synth.synthesize(share))
+            return self._at_rate(synth, synthesize_takes(synth, share))
         except Exception as exc:  # any backend failure: its lines go to the stand-in, the render goes on
             if backend == self.fallback:
                 raise
@@ -62,12 +66,13 @@ class Router:
                 self.fallbacks[r.request_id] = f"{backend}: {exc}"
             stand_ins = [dataclasses.replace(r, voice=stand_in(r.voice)) for r in share]
             fallback = self.synths[self.fallback]
-            return self._at_rate(fallback, fallback.synthesize(stand_ins))
+            return self._at_rate(fallback, [Take(a) for a in fallback.synthesize(stand_ins)])
 
-    def _at_rate(self, synth: Synthesizer, lines: list[Mono]) -> list[Mono]:
+    def _at_rate(self, synth: Synthesizer, takes: list[Take]) -> list[Take]:
         if synth.sample_rate_hz == self.sample_rate_hz:
-            return lines
-        return [at_rate(a, synth.sample_rate_hz, self.sample_rate_hz) for a in lines]
+            return takes
+        # NB: word times are seconds, which resampling keeps
+        return [Take(at_rate(t.audio, synth.sample_rate_hz, self.sample_rate_hz), t.words) for t in takes]
 
     def stream(self, request: SynthRequest) -> Iterator[Mono]:
         yield from self.synthesize([request])

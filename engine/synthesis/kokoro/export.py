@@ -20,10 +20,11 @@ from engine.synthesis.kokoro.torch_model import BatchedGraph, load_kmodel, pad_t
 log = logging.getLogger("troupe.kokoro")
 ONNX_NAME = "kokoro.onnx"
 INPUTS = ["input_ids", "input_lengths", "ref_s", "speed"]
-OUTPUTS = ["waveform", "sample_lengths"]
+OUTPUTS = ["waveform", "sample_lengths", "durations"]
 DYNAMIC_AXES = {
     "input_ids": {0: "batch", 1: "tokens"}, "input_lengths": {0: "batch"}, "ref_s": {0: "batch"},
     "speed": {0: "batch"}, "waveform": {0: "batch", 1: "samples"}, "sample_lengths": {0: "batch"},
+    "durations": {0: "batch", 1: "tokens"},
 }  # fmt: skip
 MAX_BATCH = 16
 """Written beside the model: the batch size the ONNX backend offers the scheduler."""

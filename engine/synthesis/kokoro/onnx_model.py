@@ -22,7 +22,7 @@ import soxr
 
 from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ
-from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
+from engine.synthesis.base import Mono, SynthRequest, Take, VoiceInfo
 from engine.synthesis.kokoro.phonemes import MAX_TOKENS, Phonemized, Phonemizer, length_buckets
 from engine.synthesis.kokoro.voices import VoiceBank, shipped_package, shipped_vocab, style_for
 
@@ -37,6 +37,8 @@ Part = tuple[list[int], np.ndarray, float]
 """One clause group to voice: its tokens, the voice's style table and the speed."""
 BATCHED_INPUTS = ["input_ids", "input_lengths", "ref_s", "speed"]
 """The inputs of a batched export (`main.py build-engine`)."""
+Timed = tuple[np.ndarray, np.ndarray | None]
+"""A part's 24 kHz audio and its tokens' durations in frames (None: the model gives none)."""
 
 
 def shipped_model_bytes() -> bytes:
@@ -163,13 +165,18 @@ class KokoroOnnx:
     def _run_parts(self, parts: Sequence[Part]) -> list[np.ndarray]:
         """24 kHz audio for each (tokens, voice, speed): batched by length where the model
         takes batches, else one call each."""
+        return [audio for audio, _frames in self._run_timed(parts)]
+
+    def _run_timed(self, parts: Sequence[Part]) -> list[Timed]:
+        """`_run_parts`, each part's audio with its durations where the model outputs them
+        (a `main.py build-engine` export does; the shipped one-utterance model does not)."""
         try:
             if not self.batched:
-                return [self._run_one(*p) for p in parts]
-            out: list[np.ndarray] = [np.zeros(0, np.float32)] * len(parts)
+                return [(self._run_one(*p), None) for p in parts]
+            out: list[Timed] = [(np.zeros(0, np.float32), None)] * len(parts)
             for group in length_buckets([len(p[0]) for p in parts], self.max_batch):
-                for k, audio in zip(group, self._run_batch([parts[k] for k in group]), strict=True):
-                    out[k] = audio
+                for k, timed in zip(group, self._run_batch([parts[k] for k in group]), strict=True):
+                    out[k] = timed
             return out
         except SynthesisError:
             raise
@@ -185,18 +192,22 @@ class KokoroOnnx:
         })[0]  # fmt: skip
         return np.asarray(audio, np.float32).reshape(-1)
 
-    def _run_batch(self, parts: Sequence[Part]) -> list[np.ndarray]:
+    def _run_batch(self, parts: Sequence[Part]) -> list[Timed]:
         width = max(len(t) for t, _s, _v in parts) + 2
         ids = np.zeros((len(parts), width), np.int64)
         for b, (tokens, _s, _v) in enumerate(parts):
             ids[b, 1 : len(tokens) + 1] = tokens
-        wave, samples = self._session.run(None, {
+        names = [o.name for o in self._session.get_outputs()]
+        wanted = ["waveform", "sample_lengths"] + (["durations"] if "durations" in names else [])
+        wave, samples, *dur = self._session.run(wanted, {
             "input_ids": ids,
             "input_lengths": np.array([len(t) + 2 for t, _s, _v in parts], np.int64),
             "ref_s": np.stack([style_for(s, len(t)) for t, s, _v in parts]).astype(np.float32),
             "speed": np.array([v for _t, _s, v in parts], np.float32),
         })  # fmt: skip
-        return [np.asarray(wave[b, : int(n)], np.float32) for b, n in enumerate(samples)]
+        return [(np.asarray(wave[b, : int(n)], np.float32),
+                 np.asarray(dur[0][b, : len(parts[b][0]) + 2]) if dur else None)
+                for b, n in enumerate(samples)]  # fmt: skip
 
     def _parts(self, request: SynthRequest, first_tokens: int | None = None) -> list[Part]:
         return request_parts(request, self.phonemizer, self.bank, first_tokens)
@@ -216,10 +227,18 @@ class KokoroOnnx:
 
     def synthesize(self, batch: Sequence[SynthRequest]) -> list[Mono]:
         """Every request's parts in one pass (batched by length where the model allows)."""
+        return [take.audio for take in self.synthesize_takes(batch)]
+
+    def synthesize_takes(self, batch: Sequence[SynthRequest]) -> list[Take]:
+        """`synthesize`, with word times where the model outputs its durations."""
+        from engine.synthesis.kokoro.words import join_takes
+
         self.load()
-        per_request = [self._parts(r) for r in batch]
-        audio = self._run_parts([p for parts in per_request for p in parts])
-        return join_parts([len(parts) for parts in per_request], audio)
+        per_request = [owned_parts(r, self.phonemizer, self.bank) for r in batch]
+        flat = [p for parts in per_request for p in parts]
+        timed = self._run_timed([p for p, _o in flat])
+        return join_takes([r.text for r in batch], [o for _p, o in flat], [len(p) for p in per_request],
+                          [a for a, _f in timed], [f for _a, f in timed])  # fmt: skip
 
     def close(self) -> None:
         self._session = None
@@ -229,27 +248,22 @@ def request_parts(request: SynthRequest, phonemizer: Phonemizer, bank: VoiceBank
                   first_tokens: int | None = None) -> list[Part]:  # fmt: skip
     """A request's clause groups (the first at most `first_tokens` long, if given), each with
     the role's voice and speed; what both Kokoro backends voice."""
+    return [part for part, _owners in owned_parts(request, phonemizer, bank, first_tokens)]
+
+
+def owned_parts(request: SynthRequest, phonemizer: Phonemizer, bank: VoiceBank,
+                first_tokens: int | None = None) -> list[tuple[Part, tuple[int, ...]]]:  # fmt: skip
+    """`request_parts`, each with its tokens' words (`Phonemized.owners`)."""
     parts: list[Phonemized] = phonemizer.split(request.text, first_tokens=first_tokens)
     if not parts:
         raise SynthesisError(f"nothing to say in {request.text!r}")
     style = bank.get(request.voice.voice_id)
     speed = speed_for(request.voice.rate_wpm)
-    return [(p.tokens, style, speed) for p in parts]
+    return [((p.tokens, style, speed), p.owners) for p in parts]
 
 
 def to_engine_rate(audio: np.ndarray) -> Mono:
     return np.asarray(soxr.resample(audio, MODEL_RATE_HZ, SAMPLE_RATE_HZ, quality="HQ"), np.float32)
-
-
-def join_parts(counts: Sequence[int], audio: Sequence[np.ndarray]) -> list[Mono]:
-    """Each request's audio at the engine rate, from the model's audio for all requests'
-    parts in order (`counts[k]` parts for request k)."""
-    out, k = [], 0
-    for n in counts:
-        pieces = audio[k : k + n]
-        k += n
-        out.append(to_engine_rate(np.concatenate(pieces) if len(pieces) > 1 else pieces[0]))
-    return out
 
 
 def _language(name: str) -> str:

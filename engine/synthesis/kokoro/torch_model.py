@@ -36,9 +36,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from engine.core.errors import SynthesisError
-
-SAMPLES_PER_FRAME = 600
-"""Audio samples (24 kHz) per predicted duration frame: iSTFT hop 5 x upsampling 10 x 6 x 2."""
+from engine.synthesis.kokoro.words import SAMPLES_PER_FRAME
 
 
 def kokoro_module() -> types.ModuleType:
@@ -215,8 +213,10 @@ class BatchedGraph(nn.Module):
     Inputs: `input_ids` (batch, tokens) with 0 at both ends of each item and 0 padding, the
     width being the longest item; `input_lengths` (batch,) counting the two 0 ends;
     `ref_s` (batch, 256) each item's style row; `speed` (batch,).
-    Outputs: `waveform` (batch, samples) at 24 kHz, zero past each item's end, and
-    `sample_lengths` (batch,)."""
+    Outputs: `waveform` (batch, samples) at 24 kHz, zero past each item's end,
+    `sample_lengths` (batch,), and `durations` (batch, tokens): each token's frames
+    (`SAMPLES_PER_FRAME` samples each; the two 0 ends included, 0 on padding), the alignment
+    the audio was made from, so that word times come free with it."""
 
     def __init__(self, kmodel: Any, mask_frames: bool = True, vectorised: bool | None = None) -> None:
         super().__init__()
@@ -229,7 +229,7 @@ class BatchedGraph(nn.Module):
 
     def forward(
         self, input_ids: torch.Tensor, input_lengths: torch.Tensor, ref_s: torch.Tensor, speed: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         km, pred = self.km, self.km.predictor
         dev = input_ids.device
         pad = torch.arange(input_ids.shape[1], device=dev)[None, :] >= input_lengths[:, None]
@@ -263,7 +263,7 @@ class BatchedGraph(nn.Module):
         if self.mask_frames:  # the decoder's tail past a shorter item's end
             inside = torch.arange(audio.shape[1], device=dev)[None, :] < samples[:, None]
             audio = audio * inside.to(audio.dtype)
-        return audio, samples
+        return audio, samples, dur
 
 
 class BatchedKokoro:
@@ -277,24 +277,34 @@ class BatchedKokoro:
     def device(self) -> torch.device:
         return torch.device(next(self.km.parameters()).device)
 
-    @torch.no_grad()
     def forward(self, items: Sequence[BatchItem]) -> list[torch.Tensor]:
         """Audio (24 kHz, on the model's device) for each item, trimmed to its length."""
+        return [audio for audio, _frames in self.forward_timed(items)]
+
+    @torch.no_grad()
+    def forward_timed(self, items: Sequence[BatchItem]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Each item's audio (as `forward`) and its tokens' durations in frames (the two 0
+        ends included: `len(tokens) + 2`, summing to the audio's length in frames)."""
         dev = self.device
         dtype = next(self.km.parameters()).dtype
         ids, lengths = pad_tokens([it.tokens for it in items])
         ref = torch.stack([it.style for it in items]).to(dev, dtype)
         speed = torch.tensor([it.speed for it in items], device=dev, dtype=dtype)
-        audio, n = self._graphs[len(items) > 1](ids.to(dev), lengths.to(dev), ref, speed)
-        return [audio[b, :end] for b, end in enumerate(n.tolist())]
+        audio, n, dur = self._graphs[len(items) > 1](ids.to(dev), lengths.to(dev), ref, speed)
+        return [(audio[b, :end], dur[b, : len(it.tokens) + 2])
+                for b, (end, it) in enumerate(zip(n.tolist(), items, strict=True))]  # fmt: skip
 
-    @torch.no_grad()
     def single(self, item: BatchItem) -> torch.Tensor:
         """The package's own one-utterance path (the reference the batched one must match)."""
+        return self.single_timed(item)[0]
+
+    @torch.no_grad()
+    def single_timed(self, item: BatchItem) -> tuple[torch.Tensor, torch.Tensor]:
+        """`single`'s audio and the package's own predicted durations (frames per token)."""
         ids = torch.tensor([[0, *item.tokens, 0]], device=self.device)
         ref = item.style[None, :].to(self.device, next(self.km.parameters()).dtype)
-        audio, _ = self.km.forward_with_tokens(ids, ref, item.speed)
-        return torch.as_tensor(audio).reshape(-1)
+        audio, dur = self.km.forward_with_tokens(ids, ref, item.speed)
+        return torch.as_tensor(audio).reshape(-1), torch.as_tensor(dur).reshape(-1)
 
 
 def _tracing() -> bool:

@@ -15,12 +15,13 @@ import torch
 
 from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ
-from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
+from engine.synthesis.base import Mono, SynthRequest, Take, VoiceInfo
 from engine.synthesis.gpu import split_to_fit
-from engine.synthesis.kokoro.onnx_model import FIRST_CHUNK_TOKENS, join_parts, request_parts, to_engine_rate
+from engine.synthesis.kokoro.onnx_model import FIRST_CHUNK_TOKENS, owned_parts, to_engine_rate
 from engine.synthesis.kokoro.phonemes import Phonemizer, length_buckets
 from engine.synthesis.kokoro.torch_model import BatchedKokoro, BatchItem, load_kmodel
 from engine.synthesis.kokoro.voices import VoiceBank, style_for
+from engine.synthesis.kokoro.words import join_takes
 
 log = logging.getLogger("troupe.kokoro")
 FRAMES_PER_TOKEN_GUESS = 6
@@ -66,19 +67,29 @@ class KokoroTorch:
         return [VoiceInfo("kokoro", n, n, "", "") for n in self.bank.names()]
 
     def _items(self, request: SynthRequest, first_tokens: int | None = None) -> list[BatchItem]:
-        parts = request_parts(request, self.phonemizer, self.bank, first_tokens)
-        return [BatchItem(tokens, torch.from_numpy(style_for(style, len(tokens))), speed)
-                for tokens, style, speed in parts]  # fmt: skip
+        return [item for item, _owners in self._owned_items(request, first_tokens)]
+
+    def _owned_items(
+        self, request: SynthRequest, first_tokens: int | None = None
+    ) -> list[tuple[BatchItem, tuple[int, ...]]]:
+        parts = owned_parts(request, self.phonemizer, self.bank, first_tokens)
+        return [(BatchItem(tokens, torch.from_numpy(style_for(style, len(tokens))), speed), owners)
+                for (tokens, style, speed), owners in parts]  # fmt: skip
 
     def run_items(self, items: Sequence[BatchItem]) -> list[np.ndarray]:
         """24 kHz audio per item, batched by length bucket and split to fit the device."""
-        out: list[np.ndarray | None] = [None] * len(items)
+        return [audio for audio, _frames in self.run_timed(items)]
+
+    def run_timed(self, items: Sequence[BatchItem]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """`run_items`, each item's audio with its tokens' durations in frames."""
+        empty = (np.zeros(0, np.float32), np.zeros(0, np.int64))
+        out: list[tuple[np.ndarray, np.ndarray]] = [empty] * len(items)
         for bucket in length_buckets([len(it.tokens) for it in items], self.max_batch):
             for group in self._fit(bucket, items):
-                audio = self._forward([items[k] for k in group])
-                for k, a in zip(group, audio, strict=True):
-                    out[k] = a
-        return [a if a is not None else np.zeros(0, np.float32) for a in out]
+                timed = self._forward([items[k] for k in group])
+                for k, t in zip(group, timed, strict=True):
+                    out[k] = t
+        return out
 
     def _fit(self, idx: list[int], items: Sequence[BatchItem]) -> list[list[int]]:
         if self.device.type != "cuda":
@@ -88,13 +99,15 @@ class KokoroTorch:
         bpv = 2 if self.autocast_dtype is not None else 4
         return [[idx[j] for j in g] for g in split_to_fit(sizes, int(free * 0.8), bpv)]
 
-    def _forward(self, items: Sequence[BatchItem]) -> list[np.ndarray]:
+    def _forward(self, items: Sequence[BatchItem]) -> list[tuple[np.ndarray, np.ndarray]]:
         ctx = (torch.autocast(self.device.type, dtype=self.autocast_dtype)
                if self.autocast_dtype is not None else contextlib.nullcontext())  # fmt: skip
         with self._lock:  # one batch at a time: the model and the staging buffer are shared
             with ctx:
-                audio = self.model.forward(items)
-            return self._to_host(audio)
+                timed = self.model.forward_timed(items)
+            audio = self._to_host([a for a, _d in timed])
+            frames = [d.cpu().numpy() for _a, d in timed]  # NB: after the audio's copy has synced
+            return list(zip(audio, frames, strict=True))
 
     def _to_host(self, audio: list[torch.Tensor]) -> list[np.ndarray]:
         if self._copy_stream is None:
@@ -117,9 +130,15 @@ class KokoroTorch:
 
     def synthesize(self, batch: Sequence[SynthRequest]) -> list[Mono]:
         """Every request's parts in one pass of batches; each request's audio at 48 kHz."""
-        per_request = [self._items(r) for r in batch]
-        audio = self.run_items([it for items in per_request for it in items])
-        return join_parts([len(items) for items in per_request], audio)
+        return [take.audio for take in self.synthesize_takes(batch)]
+
+    def synthesize_takes(self, batch: Sequence[SynthRequest]) -> list[Take]:
+        """`synthesize`, each request's audio with its words' times from the model's durations."""
+        per_request = [self._owned_items(r) for r in batch]
+        flat = [it for items in per_request for it in items]
+        timed = self.run_timed([it for it, _o in flat])
+        return join_takes([r.text for r in batch], [o for _it, o in flat], [len(i) for i in per_request],
+                          [a for a, _f in timed], [f for _a, f in timed])  # fmt: skip
 
     def stream(self, request: SynthRequest) -> Iterator[Mono]:
         """The first short clause group at once, then the rest in one batch."""

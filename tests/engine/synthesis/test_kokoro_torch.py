@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.core.types import Voice
+from engine.core.types import SAMPLE_RATE_HZ, Voice
 from engine.synthesis.base import SynthRequest
 
 torch = pytest.importorskip("torch")
@@ -216,13 +216,17 @@ def test_exported_onnx_takes_batches_and_matches_torch(exported, no_noise) -> No
     items = _items()
     for batch in (items, items[1:], items * 2):
         ids, lengths = pad_tokens([it.tokens for it in batch])
-        wave, samples = session.run(None, {
+        wave, samples, frames = session.run(["waveform", "sample_lengths", "durations"], {
             "input_ids": ids.numpy(), "input_lengths": lengths.numpy(),
             "ref_s": torch.stack([it.style for it in batch]).numpy(),
             "speed": np.array([it.speed for it in batch], np.float32),
         })  # fmt: skip
         assert wave.shape == (len(batch), int(samples.max()))
-        ref = torch_model.forward(batch)
+        timed = torch_model.forward_timed(batch)
+        for b, (it, (_a, dur)) in enumerate(zip(batch, timed, strict=True)):  # the durations it was made from
+            assert frames[b, : len(it.tokens) + 2].tolist() == dur.tolist()
+            assert int(frames[b].sum()) * SAMPLES_PER_FRAME == int(samples[b])
+        ref = [a for a, _d in timed]
         got = [torch.from_numpy(wave[b, : int(n)]) for b, n in enumerate(samples)]
         errs = _worst(got, ref)  # and the same durations
         assert max(errs) <= ONNX_TOL, errs
@@ -241,6 +245,9 @@ def test_onnx_backend_voices_batches_with_the_export(exported) -> None:  # type:
             SynthRequest("Go.", Voice(backend="kokoro", voice_id="jf_alpha", rate_wpm=260))]  # fmt: skip
     short, long, fast = synth.synthesize(reqs)
     assert 0 < len(short) < len(long) and len(long) % (2 * SAMPLES_PER_FRAME) == 0
+    takes = synth.synthesize_takes(reqs)
+    assert takes[1].words is not None and [w for w, _, _ in takes[1].words] == reqs[1].text.split()
+    assert 0 < takes[1].words[-1][2] <= len(takes[1].audio) / SAMPLE_RATE_HZ
     assert len(fast) < len(short)  # its own speed inside a shared batch
     alone = synth.synthesize(reqs[1:2])[0]
     assert len(alone) == len(long)  # the same durations alone as in a batch
@@ -280,3 +287,78 @@ def test_build_engine_bad_input_is_one_clear_line(tmp_path: Path, args: list[str
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert message in proc.stderr
+
+
+def test_batched_durations_are_the_lone_utterance_durations(model) -> None:  # type: ignore[no-untyped-def]
+    """The durations each item's word times come from, in a batch, are the package's own
+    one-utterance durations (and account for every frame of the audio)."""
+    items = _items()
+    for (audio, dur), it in zip(model.forward_timed(items), items, strict=True):
+        alone_audio, alone = model.single_timed(it)
+        assert dur.tolist() == alone.tolist() and len(dur) == len(it.tokens) + 2
+        assert int(dur.sum()) * SAMPLES_PER_FRAME == audio.shape[0] == alone_audio.shape[0]
+
+
+@pytest.fixture(scope="module")
+def even(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """A synthesizer whose every token lasts exactly 3 frames at speed 1 (the duration head's
+    weights zeroed: only its bias speaks)."""
+    from engine.synthesis.kokoro.torch_synth import KokoroTorch
+
+    km = random_kmodel(small_config(shipped_vocab()), tmp_path_factory.mktemp("even"), seed=3)
+    with torch.no_grad():
+        km.predictor.duration_proj.linear_layer.weight.zero_()
+    return KokoroTorch(kmodel=km, device="cpu", max_batch=4)
+
+
+def _req(text: str) -> SynthRequest:
+    return SynthRequest(text, Voice(backend="kokoro", voice_id="jf_alpha", rate_wpm=175))
+
+
+def test_word_times_follow_the_token_counts(even) -> None:  # type: ignore[no-untyped-def]
+    """3 frames a token: each word starts after 3 frames per token before it (the leading 0
+    end included) and lasts 3 frames per phoneme of its own, counted from the phonemes."""
+    text = "Hold the line firmly"
+    take = even.synthesize_takes([_req(text)])[0]
+    phonemes = even.phonemizer.phonemes(text).split(" ")
+    assert len(phonemes) == 4  # one phoneme word per word here
+    at, expected = 1, []
+    for p in phonemes:
+        expected.append((at * 3 * 0.025, (at + len(p)) * 3 * 0.025))
+        at += len(p) + 1  # and the space
+    assert take.words is not None
+    got = [(a, b) for _, a, b in take.words]
+    assert np.allclose(got, expected, atol=1e-9), (got, expected)
+    assert len(take.audio) == at * 3 * 2 * SAMPLES_PER_FRAME  # every token and the 0 ends, at 48 kHz
+
+
+@pytest.mark.parametrize("text", [
+    "Nobody came home that night",
+    "Out of the house, in 2024 the well-known Mr. Smith said: don't wait — go!",
+])  # fmt: skip
+def test_word_times_are_ordered_and_cover_the_audio(
+    model, text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """One entry per script word, in order, never overlapping, inside the clip; the last word
+    ends where the audio's tokens after it (punctuation, the 0 end) begin. Voiced in parts of
+    at most 24 tokens, each part offset by the ones before."""
+    from engine.synthesis.kokoro.torch_synth import KokoroTorch
+
+    synth = KokoroTorch(kmodel=model.km, device="cpu", max_batch=4)
+    split = synth.phonemizer.split
+    monkeypatch.setattr(synth.phonemizer, "split", lambda t, **k: split(t, max_tokens=24))
+    items = synth._owned_items(_req(text))
+    assert len(items) > 1 or len(text) < 30
+    take = synth.synthesize_takes([_req(text)])[0]
+    assert take.words is not None and [w for w, _, _ in take.words] == text.split()
+    audio_s = len(take.audio) / SAMPLE_RATE_HZ
+    t = 0.0
+    for _, a, b in take.words:
+        assert t <= a <= b <= audio_s
+        t = b
+    frames = [d for _a, d in synth.run_timed([it for it, _o in items])]
+    owners = items[-1][1]
+    last_sound = max(k for k, o in enumerate(owners) if o == len(text.split()) - 1)
+    after_last = int(frames[-1][last_sound + 2 :].sum())  # the last part's tokens after it and its 0 end
+    assert audio_s - take.words[-1][2] == pytest.approx(after_last * 0.025, abs=1e-9)
+    assert after_last <= 2 * 8  # a frame or two a token: "!" and the 0 end at most
