@@ -352,7 +352,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                           tuple(args.allowed_host))  # fmt: skip
     settings = SpeechSettings(processes=args.processes, policy=args.policy, scripts_dir=args.scripts_dir,
                               voice_aliases=dict(args.voice_alias), max_client_roles=args.max_client_roles,
-                              client_role_idle_s=args.client_role_idle,
+                              client_role_idle_s=args.client_role_idle, fifo_tolerance=args.fifo_tolerance,
                               cluster=args.cluster or "")  # fmt: skip
     service = SpeechService(settings)
     try:
@@ -540,6 +540,9 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--scripts-dir", type=Path, default=Path("."), help="POST /v1/script reads only here")
     sv.add_argument("--processes", type=WORKERS, default=1, help="espeak-ng worker processes (1..64)")
     sv.add_argument("--policy", default="role_aware", choices=["role_aware", "fifo"])
+    sv.add_argument("--fifo-tolerance", type=_ranged(float, 0, 10, ""), default=0.35,
+                    help="role-aware: a client's request waits at most this much longer than "
+                         "arrival order would make it (0.35: 35%%), so higher weights go first")  # fmt: skip
     sv.add_argument("--cluster", metavar="ADDRESS", help=CLUSTER_HELP)
     sv.set_defaults(func=cmd_serve)
 

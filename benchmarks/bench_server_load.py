@@ -68,10 +68,13 @@ def _wait_ready(url: str, proc: subprocess.Popen[bytes]) -> None:
         time.sleep(0.2)
 
 
-def run(scenario: str, policy: str, n: int, concurrency: int, processes: int, seed: int) -> dict[str, object]:
+def run(scenario: str, policy: str, n: int, concurrency: int, processes: int, seed: int,
+        tolerance: float | None = None) -> dict[str, object]:  # fmt: skip
     port = _free_port()
+    extra = ["--fifo-tolerance", str(tolerance)] if tolerance is not None else []
     proc = subprocess.Popen([sys.executable, str(ROOT / "main.py"), "serve", "--port", str(port),
-                             "--metrics-port", "0", "--policy", policy, "--processes", str(processes)],
+                             "--metrics-port", "0", "--policy", policy, "--processes", str(processes),
+                             *extra],
                             cwd=ROOT)  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
@@ -113,13 +116,15 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--scenarios", nargs="+", default=["ab", "weighted"])
     ap.add_argument("--processes", type=int, default=2, help="espeak-ng worker processes in the server")
+    ap.add_argument("--fifo-tolerance", type=float, help="the role-aware server's --fifo-tolerance")
     args = ap.parse_args()
     rows: list[dict[str, object]] = []
     summary: dict[str, dict[str, dict[str, float]]] = {}
     for scenario in args.scenarios:
         pairs = []
         for rep in range(args.repeats):  # fresh servers, back to back, the same requests
-            pair = {p: run(scenario, p, args.requests, args.concurrency, args.processes, rep)
+            pair = {p: run(scenario, p, args.requests, args.concurrency, args.processes, rep,
+                           args.fifo_tolerance if p == "role_aware" else None)
                     for p in ("fifo", "role_aware")}  # fmt: skip
             rows += pair.values()
             pairs.append(pair)

@@ -23,7 +23,7 @@ from engine.core.limits import limit
 from engine.core.memory import IdleTrimmer, keep_large_blocks_mapped
 from engine.core.types import SAMPLE_RATE_HZ, Role, Script, Voice
 from engine.metrics import AnomalyDetector
-from engine.scheduler import Request, RequestClass, Scheduler, SchedulerConfig, State
+from engine.scheduler import PolicyConfig, Request, RequestClass, Scheduler, SchedulerConfig, State
 from engine.scheduler.backend import Backend, neural_voice_ids, standard_backends
 from engine.scheduler.request import Clock, monotonic
 from engine.script import load_script
@@ -57,6 +57,9 @@ class SpeechSettings:
     is refused at once (503, Retry-After); one that was admitted and then fell behind
     higher-weight work is shed (503). Infinite: queue without bound (the FIFO baseline)."""
     max_pending: int = 10_000
+    fifo_tolerance: float = PolicyConfig.fifo_tolerance
+    """Role-aware: how much longer than arrival order would take a client's request may wait
+    so that higher weights go first (0.35: 35%; see `PolicyConfig.fifo_tolerance`)."""
     neural: bool = True
     """Offer Kokoro voices (`kokoro:jf_alpha`) when the neural extra is installed."""
     scripts_dir: Path = Path(".")
@@ -82,7 +85,11 @@ class SpeechService:
         self.settings = settings or SpeechSettings()
         self.clock = clock
         keep_large_blocks_mapped()
-        config = SchedulerConfig(policy=self.settings.policy, max_pending=self.settings.max_pending)
+        config = SchedulerConfig(
+            policy=self.settings.policy,
+            max_pending=self.settings.max_pending,
+            policy_config=PolicyConfig(fifo_tolerance=self.settings.fifo_tolerance),
+        )
         self.cluster: Any = None
         """The cluster synthesizer when voicing on a cluster (its head feeds /metrics)."""
         if self.settings.cluster:
