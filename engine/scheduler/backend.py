@@ -60,6 +60,12 @@ class Backend:
         before its first line has been timed."""
         self.cost_per_audio_s = self.rtf / self.slots
         """Backend time one second of audio uses up, batching and slots included (EWMA)."""
+        self.pace = 1.0
+        """Wall time the queue takes to drain per second of that cost while it is backlogged
+        (>= 1, EWMA): what the batches' own timing leaves out (dispatch on a busy engine
+        thread, hand-over of results), so that waits, slack and admission count real time."""
+        self._pace_from: float | None = None
+        self._pace_cost = 0.0
         self._executor = (
             None if pooled else ThreadPoolExecutor(self.slots, thread_name_prefix=f"troupe-{self.name}")
         )
@@ -75,21 +81,43 @@ class Backend:
 
     def cost_s(self, r: Request) -> float:
         """How much of this backend's time `r` uses up (what the policy's slack counts)."""
-        return self.cost_per_audio_s * r.est_audio_s
+        return self.cost_per_audio_s * self.pace * r.est_audio_s
 
     def bucket(self, r: Request) -> int:
         """Length bucket: neural backends pad a batch to its longest item, so batch alikes."""
         return len(r.text) // 48 if self.length_buckets else 0
 
-    def observe(self, batch: Batch) -> None:
+    def observe(self, batch: Batch, backlogged: bool = False, now: float | None = None) -> None:
+        """Learn from a finished batch: its speed, and (when more work was queued behind it,
+        `backlogged`) how fast the queue really drains."""
         if batch.results is None:
             return
+        self._observe_pace(batch, backlogged, self.clock() if now is None else now)
         audio_s = sum(len(a) for a in batch.results) / SAMPLE_RATE_HZ
         if audio_s > 0:
             measured = (batch.t_end - batch.t_start) / audio_s
             per_item = measured * len(batch.requests)  # a batch's time is shared by its items
             self.rtf = 0.8 * self.rtf + 0.2 * min(per_item, measured * self.max_batch)
             self.cost_per_audio_s = 0.8 * self.cost_per_audio_s + 0.2 * measured / self.slots
+
+    PACE_WINDOW_S = 0.5
+    PACE_MAX = 10.0
+
+    def _observe_pace(self, batch: Batch, backlogged: bool, now: float) -> None:
+        """Over each stretch of at least `PACE_WINDOW_S` in which the queue never ran dry,
+        the wall time elapsed against the cost the batches finished in it were estimated at."""
+        if not backlogged:
+            self._pace_from, self._pace_cost = None, 0.0  # idle time is no measure of pace
+            return
+        if self._pace_from is None:
+            self._pace_from, self._pace_cost = now, 0.0  # the stretch starts with this completion
+            return
+        self._pace_cost += sum(self.cost_per_audio_s * r.est_audio_s for r in batch.requests)
+        elapsed = now - self._pace_from
+        if elapsed >= self.PACE_WINDOW_S and self._pace_cost > 0:
+            sample = min(self.PACE_MAX, max(1.0, elapsed / self._pace_cost))
+            self.pace = 0.7 * self.pace + 0.3 * sample
+            self._pace_from, self._pace_cost = now, 0.0
 
     def start(self, requests: Sequence[Request], on_complete: Completion) -> Batch:
         now = self.clock()

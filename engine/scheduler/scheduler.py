@@ -269,7 +269,7 @@ class Scheduler:
             self._inflight.remove(batch)
             backend = self.backends[batch.backend]
             backend.release()
-            backend.observe(batch)
+            backend.observe(batch, backlogged=self.policy.depth(batch.backend) > 0, now=self.clock())
             if self.on_batch is not None:
                 self.on_batch(batch)
             if batch.error is not None or batch.results is None:

@@ -63,6 +63,10 @@ class Telemetry:
                                     buckets=(1, 2, 4, 8, 16, 32, 64), registry=r)  # fmt: skip
         self.rtf = Gauge("troupe_synthesis_real_time_ratio", "Seconds of compute per second of audio",
                          ["backend"], registry=r)  # fmt: skip
+        self.pace = Gauge("troupe_backend_drain_pace_ratio",
+                          "Wall time the backlogged queue takes to drain per second of the cost its "
+                          "batches measure (1: no overhead beyond synthesis)",
+                          ["backend"], registry=r)  # fmt: skip
         self.priority = Gauge("troupe_role_priority",
                               "Each role's urgency 0..1 from the scheduler's slack to its deadlines "
                               "(1: due now or late; see engine.scheduler.urgency)",
@@ -133,6 +137,7 @@ class Telemetry:
         self.queue_depth.set(sched.pending_count)
         for name, backend in sched.backends.items():
             self.rtf.labels(name).set(backend.rtf)
+            self.pace.labels(name).set(backend.pace)
         for role, p in sched.role_priorities().items():
             self.priority.labels(role).set(p)
         for role, w in sched.role_work().items():
