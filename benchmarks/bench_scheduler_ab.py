@@ -29,7 +29,7 @@ from _common import save, table
 
 from engine.core.errors import Overloaded
 from engine.core.types import SAMPLE_RATE_HZ, Voice
-from engine.scheduler import Backend, Request, RequestClass, Scheduler, SchedulerConfig, State
+from engine.scheduler import Backend, PolicyConfig, Request, RequestClass, Scheduler, SchedulerConfig, State
 from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
 from engine.synthesis.pool import EspeakPool
 
@@ -37,6 +37,8 @@ ROLES = {  # role: (weight, share of the lines)
     "LEAD": (10.0, 0.25), "RIVAL": (4.0, 0.13), "MENTOR": (3.0, 0.11), "FRIEND": (3.0, 0.11),
     "GUARD": (1.5, 0.1), "CLERK": (1.0, 0.08), "VOICE": (1.0, 0.07), "NARRATOR": (0.5, 0.15),
 }  # fmt: skip
+POLICY_CONFIG = PolicyConfig()
+"""The role-aware policy's tuning (`--fifo-tolerance`, `--fifo-grace`)."""
 _PROSE = "the night was long and the harbour lights burned low while we waited for word from the ship"
 WORDS = (_PROSE + " that never came home to the quiet town by the sea").split()
 N_REQUESTS = 200
@@ -89,7 +91,8 @@ def run(policy: str, backend: Backend, load: list[tuple[str, str, float]],
     deadline at most): role-aware refuses or sheds what it cannot voice in time, FIFO (the
     baseline) queues everything. A refused or shed request counts as a miss; latency
     figures are over the requests served."""
-    sched = Scheduler({backend.name: backend}, SchedulerConfig(policy=policy, fallback_backend=None))
+    config = SchedulerConfig(policy=policy, fallback_backend=None, policy_config=POLICY_CONFIG)
+    sched = Scheduler({backend.name: backend}, config)
     for role, (w, _) in ROLES.items():
         sched.set_weight(role, w)
     busy = [0.0]
@@ -155,7 +158,11 @@ def main() -> None:
     ap.add_argument("--backends", nargs="+", default=["espeak", "gpu_model"])
     ap.add_argument("--give-up", type=float, default=0.1,
                     help="how long past its deadline a client waits (share of deadline span)")  # fmt: skip
+    ap.add_argument("--fifo-tolerance", type=float, default=PolicyConfig.fifo_tolerance)
+    ap.add_argument("--fifo-grace", type=float, default=PolicyConfig.fifo_grace_s, help="seconds")
     args = ap.parse_args()
+    global POLICY_CONFIG
+    POLICY_CONFIG = PolicyConfig(fifo_tolerance=args.fifo_tolerance, fifo_grace_s=args.fifo_grace)
     pool = EspeakPool(2)
     pool.synthesize([SynthRequest("warm up", Voice())] * 2)
     backends = [b for b in (Backend(pool), Backend(GpuServiceModel())) if b.name in args.backends]

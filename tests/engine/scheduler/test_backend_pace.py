@@ -16,7 +16,8 @@ def _finish(backend: Backend, clock: ManualClock, synth_s: float, gap_s: float, 
     r = req("A", "one two three")
     t0 = clock()
     clock.advance(synth_s)
-    batch = Batch(backend.name, [r], t0, t0 + 10, results=[np.zeros(SAMPLE_RATE_HZ, np.float32)], t_end=clock())
+    audio = [np.zeros(SAMPLE_RATE_HZ, np.float32)]
+    batch = Batch(backend.name, [r], t0, t0 + 10, results=audio, t_end=clock())
     clock.advance(gap_s)
     backend.observe(batch, backlogged=backlogged, now=clock())
 
