@@ -122,10 +122,12 @@ def main() -> None:
     summary: dict[str, dict[str, dict[str, float]]] = {}
     for scenario in args.scenarios:
         pairs = []
-        for rep in range(args.repeats):  # fresh servers, back to back, the same requests
-            pair = {p: run(scenario, p, args.requests, args.concurrency, args.processes, rep,
-                           args.fifo_tolerance if p == "role_aware" else None)
-                    for p in ("fifo", "role_aware")}  # fmt: skip
+        for rep in range(args.repeats):  # fresh servers, back to back, the same requests, order alternating
+            order = ("fifo", "role_aware") if rep % 2 == 0 else ("role_aware", "fifo")  # NB: no order bias
+            ran = {p: run(scenario, p, args.requests, args.concurrency, args.processes, rep,
+                          args.fifo_tolerance if p == "role_aware" else None)
+                   for p in order}  # fmt: skip
+            pair = {p: ran[p] for p in ("fifo", "role_aware")}
             rows += pair.values()
             pairs.append(pair)
         summary[scenario] = {}
