@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -65,6 +65,9 @@ class Policy(Protocol):
     def pending(self) -> Iterator[Request]: ...
 
     def reweight(self, weights: Mapping[str, float]) -> None: ...
+
+    def forget(self, roles: Iterable[str]) -> None:
+        """Drop these roles' weights (roles that are gone)."""
 
     def reindex(self) -> None: ...
 
@@ -181,6 +184,9 @@ class FifoPolicy:
     def reweight(self, weights: Mapping[str, float]) -> None:
         pass
 
+    def forget(self, roles: Iterable[str]) -> None:
+        pass
+
     def reindex(self) -> None:
         live = self._e.in_order()
         self._q.clear()
@@ -260,6 +266,11 @@ class PerBackend:
     def reweight(self, weights: Mapping[str, float]) -> None:
         for q in self.queues.values():
             q.reweight(weights)
+
+    def forget(self, roles: Iterable[str]) -> None:
+        roles = list(roles)
+        for q in self.queues.values():
+            q.forget(roles)
 
     def reindex(self) -> None:
         for q in self.queues.values():

@@ -32,7 +32,7 @@ import heapq
 import itertools
 import math
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from engine.scheduler.cost_index import CostIndex
 from engine.scheduler.policy import LOOKAHEAD, Accept, PolicyConfig, _Entries, _Slot
@@ -355,6 +355,10 @@ class RoleAwarePolicy:
     def reweight(self, weights: Mapping[str, float]) -> None:
         self.weights.update(weights)
         self.reindex()
+
+    def forget(self, roles: Iterable[str]) -> None:
+        for role in roles:
+            self.weights.pop(role, None)
 
     def reindex(self) -> None:
         """Rebuild every structure from the live requests (after weights or deadlines change)."""

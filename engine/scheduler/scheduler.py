@@ -106,7 +106,7 @@ class Scheduler:
     def _new_queue(self) -> Policy:
         policy = make_policy(self.config.policy, self.config.policy_config)
         if isinstance(policy, RoleAwarePolicy):
-            policy.weights.update(self.weights)
+            policy.reweight(self.weights)
             policy.service_s = self._cost
             policy.latency_s = self._latency
         return policy
@@ -208,6 +208,15 @@ class Scheduler:
             self.weights.update(weights)
             self.policy.reweight(weights)
         self.wake.set()
+
+    def forget_roles(self, roles: Iterable[str]) -> None:
+        """Drop the weights of roles that are gone (any thread): they no longer count, e.g.
+        as the lead, once their lines have left."""
+        roles = list(roles)
+        with self._lock:
+            for role in roles:
+                self.weights.pop(role, None)
+            self.policy.forget(roles)
 
     def reindex(self) -> None:
         """Deadlines of queued requests changed (seek, re-layout): rebuild the order."""

@@ -202,9 +202,7 @@ class SpeechService:
             for key in gone:
                 self.cast.voices.pop(key, None)
         if gone:
-            with self.scheduler._lock:  # NB: the lock `set_weights` and `role_priorities` take
-                for key in gone:
-                    self.scheduler.weights.pop(key, None)
+            self.scheduler.forget_roles(gone)
             self.telemetry.forget_roles(gone)
         return gone
 

@@ -218,11 +218,11 @@ def test_overload_reserve_never_defers_the_top_weight_for_itself(clock: ManualCl
     assert _serve_all(p, clock, 0.2) == ["lead-1", "lead-2", "lead-3"]  # in deadline order, all met
 
 
-def _client_queue(tolerance: float) -> tuple[dict[str, float], dict[str, float]]:
+def _client_queue(config: PolicyConfig) -> tuple[dict[str, float], dict[str, float]]:
     """20 client requests queued at once (a lead every fourth), 0.1 s each, deadlines far
     off: each one's finish time, and what arrival order would have given it."""
     clock = ManualClock()
-    p = RoleAwarePolicy(PolicyConfig(fifo_tolerance=tolerance), weights={"LEAD": 10, "EXTRA": 1})
+    p = RoleAwarePolicy(config, weights={"LEAD": 10, "EXTRA": 1})
     p.service_s = lambda r: 0.1
     t0 = clock()
     fifo: dict[str, float] = {}
@@ -239,14 +239,23 @@ def _client_queue(tolerance: float) -> tuple[dict[str, float], dict[str, float]]
     return done, fifo
 
 
+LEADS = [str(k) for k in range(3, 20, 4)]
+
+
 def test_weights_reorder_client_requests_only_within_the_fifo_tolerance() -> None:
-    done, fifo = _client_queue(0.35)
+    # every request is due at 1.35x its arrival-order wait, and all are met
+    done, fifo = _client_queue(PolicyConfig(fifo_tolerance=0.35))
     assert sorted(done) == sorted(fifo)  # every request served
     for text, finish in done.items():  # none later than 1.35x its arrival-order wait, + grace, + one started
         assert finish <= 1.35 * fifo[text] + 0.05 + 0.1 + 1e-9, (text, finish, fifo[text])
-    leads = [t for t in done if int(t) % 4 == 3]
-    assert sum(done[t] for t in leads) < 0.8 * sum(fifo[t] for t in leads)  # the lead still goes ahead
+    assert sum(done[t] for t in LEADS) < 0.8 * sum(fifo[t] for t in LEADS)  # the lead still goes ahead
     # without the bound the weights defer the others up to their deadlines
-    done, fifo = _client_queue(float("inf"))
-    assert all(done[t] <= 0.5 + 1e-9 for t in leads)  # every lead line first
+    done, fifo = _client_queue(PolicyConfig(fifo_tolerance=float("inf")))
+    assert all(done[t] <= 0.5 + 1e-9 for t in LEADS)  # every lead line first
     assert max(done[t] / fifo[t] for t in done) > 2.0
+
+
+def test_a_forgotten_role_leaves_the_policy_weights() -> None:
+    p = RoleAwarePolicy(weights={"GUEST": 50, "LEAD": 10})
+    p.forget(["GUEST", "NOBODY"])
+    assert p.weights == {"LEAD": 10}
