@@ -196,6 +196,8 @@ class RoleAwarePolicy:
         self._drop_front(now)
         edf = self._edf
         kept: list[_Entry] = []
+        seen: list[_Entry] = []
+        overdue: set[int] = set()
         victims: list[tuple[float, float, int, _Entry]] = []
         deferred: set[int] = set()
         work, k = 0.0, 0
@@ -210,22 +212,34 @@ class RoleAwarePolicy:
             r.est_cost_s, r.est_latency_s = cost, lat
             d = r.deadline_s  # NB: overload is judged on deadlines; `entry[0]` may be sooner
             if d - now - lat < 0:
-                continue  # cannot be met any more: it is served by weight, not urgency
+                if not self._lost(r, now):  # a client still waits for it: it stays in due order
+                    overdue.add(entry[1])
+                    seen.append(entry)
+                continue  # its deadline cannot be met any more: no room is made for it
+            seen.append(entry)
             kept.append(entry)
             work += cost
             heapq.heappush(victims, (entry[2].weight, -cost, entry[1], entry))
             # its audio arrives a batch latency after its share of the work is done
             spare = self.config.overload_reserve * (d - now)
             while d - now - work - (lat - cost) < spare and victims:
-                if victims[0][0] >= entry[2].weight and d - now - work - (lat - cost) >= 0:
+                if victims[0][0] >= entry[2].weight:  # nothing lighter than this line is left
+                    if d - now - work - (lat - cost) < 0:
+                        # it cannot be met: among equals it is the one deferred, the latest
+                        # due, never the head of the line (which would then wait, the slack
+                        # gone, until it is shed)
+                        deferred.add(entry[1])
+                        work -= cost
                     break  # the reserve defers only lower weights than the line it makes room for
-                _, neg_cost, seq, victim = heapq.heappop(victims)
-                deferred.add(seq)
+                _, neg_cost, _, victim = heapq.heappop(victims)
+                if victim[1] in deferred:
+                    continue
+                deferred.add(victim[1])
                 work += neg_cost
                 if victim is entry:
                     break
-        keep = [e for e in kept if e[1] not in deferred]
-        edf[: k + 1] = keep  # garbage, lost and deferred deadlines leave the deadline order
+        keep = [e for e in seen if e[1] in overdue or e[1] not in deferred]
+        edf[: k + 1] = keep  # garbage, lost and deferred lines leave the deadline order
         slack, work = float("inf"), 0.0
         role_slack: dict[str, float] = {}
         for d, _, slot in keep:
@@ -239,11 +253,21 @@ class RoleAwarePolicy:
         self._slack, self._slack_at, self._work = slack, now, work
         self._role_slack = role_slack
 
+    @staticmethod
+    def _lost(r: Request, now: float) -> bool:
+        """Past its deadline, and no client waits for it any more (a show's line, or a
+        request past its give-up time): it leaves the deadline order and goes by weight. A
+        client's request past its deadline but not its give-up time keeps its place: else,
+        with no slack left, it would wait until it is shed."""
+        if r.deadline_s - now - r.est_latency_s >= 0:
+            return False
+        return not (math.isfinite(r.give_up_s) and r.give_up_at_s - now - r.est_latency_s >= 0)
+
     def _drop_front(self, now: float) -> None:
         edf, n = self._edf, 0
         while n < len(edf):
-            slot = edf[n][2]
-            if slot.r is not None and slot.r.deadline_s - now - slot.r.est_latency_s >= 0:
+            r = edf[n][2].r
+            if r is not None and not self._lost(r, now):
                 break
             n += 1
         if n:

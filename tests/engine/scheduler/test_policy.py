@@ -259,3 +259,45 @@ def test_a_forgotten_role_leaves_the_policy_weights() -> None:
     p = RoleAwarePolicy(weights={"GUEST": 50, "LEAD": 10})
     p.forget(["GUEST", "NOBODY"])
     assert p.weights == {"LEAD": 10}
+
+
+def _past_deadline_then_tight(give_up_s: float) -> str:
+    """A line past its deadline, then ten that leave no slack: what goes next."""
+    clock = ManualClock()
+    p = RoleAwarePolicy(weights={"A": 1, "B": 1})
+    p.service_s = lambda r: 0.1
+    first = req("A", "first", deadline=clock() + 0.05)
+    first.give_up_s = give_up_s
+    _push(p, clock, first)
+    clock.advance(0.2)  # its deadline has passed
+    t = clock()
+    later = [req("B", f"b{k}", deadline=t + 0.1 * (k + 1) + 0.05) for k in range(10)]
+    for r in later:
+        r.give_up_s = give_up_s
+    _push(p, clock, *later)
+    p.refresh(clock())
+    r = p.pop(clock())
+    assert r is not None
+    return r.text
+
+
+def test_a_client_request_past_its_deadline_keeps_its_place_until_it_gives_up() -> None:
+    # a client still waits for it: it goes first rather than waiting until it is shed
+    assert _past_deadline_then_tight(5.0) == "first"
+    # a show's line past its cue goes by weight: the lines that can still be on time first
+    assert _past_deadline_then_tight(float("inf")) == "b0"
+
+
+def test_one_role_past_its_capacity_is_served_head_of_the_line_first() -> None:
+    clock = ManualClock()
+    p = RoleAwarePolicy(weights={"LEAD": 10, "EXTRA": 1})
+    p.service_s = lambda r: 0.1
+    for k in range(30):  # 3 s of work, 2 s deadlines: the last third cannot be on time
+        r = req("LEAD", f"{k}", deadline=clock() + 2.0)
+        r.give_up_s = 2.0
+        _push(p, clock, r)
+    served = []
+    while (r := p.pop(clock())) is not None:
+        served.append(int(r.text))
+        clock.advance(0.1)
+    assert served == list(range(30))  # the latest due are deferred, never the head of the line
