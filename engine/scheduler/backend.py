@@ -87,12 +87,12 @@ class Backend:
         """Length bucket: neural backends pad a batch to its longest item, so batch alikes."""
         return len(r.text) // 48 if self.length_buckets else 0
 
-    def observe(self, batch: Batch, backlogged: bool = False, now: float | None = None) -> None:
+    def observe(self, batch: Batch, backlogged: bool = False) -> None:
         """Learn from a finished batch: its speed, and (when more work was queued behind it,
         `backlogged`) how fast the queue really drains."""
         if batch.results is None:
             return
-        self._observe_pace(batch, backlogged, self.clock() if now is None else now)
+        self._observe_pace(batch, backlogged, self.clock())
         audio_s = sum(len(a) for a in batch.results) / SAMPLE_RATE_HZ
         if audio_s > 0:
             measured = (batch.t_end - batch.t_start) / audio_s

@@ -195,14 +195,14 @@ class RoleAwarePolicy:
         self._compact()
         self._drop_front(now)
         edf = self._edf
-        kept: list[_Entry] = []
         seen: list[_Entry] = []
+        n_kept = 0
         overdue: set[int] = set()
         victims: list[tuple[float, float, int, _Entry]] = []
         deferred: set[int] = set()
         work, k = 0.0, 0
         for k, entry in enumerate(edf):
-            if len(kept) >= self.scan_limit:
+            if n_kept >= self.scan_limit:
                 k -= 1
                 break
             r = entry[2].r
@@ -217,7 +217,7 @@ class RoleAwarePolicy:
                     seen.append(entry)
                 continue  # its deadline cannot be met any more: no room is made for it
             seen.append(entry)
-            kept.append(entry)
+            n_kept += 1
             work += cost
             heapq.heappush(victims, (entry[2].weight, -cost, entry[1], entry))
             # its audio arrives a batch latency after its share of the work is done

@@ -278,7 +278,7 @@ class Scheduler:
             self._inflight.remove(batch)
             backend = self.backends[batch.backend]
             backend.release()
-            backend.observe(batch, backlogged=self.policy.depth(batch.backend) > 0, now=self.clock())
+            backend.observe(batch, backlogged=self.policy.depth(batch.backend) > 0)
             if self.on_batch is not None:
                 self.on_batch(batch)
             if batch.error is not None or batch.results is None:

@@ -126,6 +126,8 @@ class KokoroOnnx:
         self.threads = threads or max(1, os.cpu_count() or 1)
         self.british = british
         self._session: Any = None
+        self._outputs = ["waveform", "sample_lengths"]
+        """What a batched call asks for (and `durations` where the export has them)."""
         self._lock = threading.Lock()
         self.bank = VoiceBank(voices_dir)
         self.phonemizer = Phonemizer(shipped_vocab(), british)
@@ -152,6 +154,8 @@ class KokoroOnnx:
             if self.batched and names != BATCHED_INPUTS:
                 self._session = None
                 raise SynthesisError(f"{self.model_path}: expected inputs {BATCHED_INPUTS}, found {names}")
+            if "durations" in (o.name for o in self._session.get_outputs()):
+                self._outputs = ["waveform", "sample_lengths", "durations"]
             if names[:3] == ["input_ids", "ref_s", "speed"]:  # an older one-utterance export
                 self._inputs = ("input_ids", "ref_s", "speed")
             log.info("kokoro: onnxruntime on %s (%d threads, batches of up to %d)",
@@ -197,9 +201,7 @@ class KokoroOnnx:
         ids = np.zeros((len(parts), width), np.int64)
         for b, (tokens, _s, _v) in enumerate(parts):
             ids[b, 1 : len(tokens) + 1] = tokens
-        names = [o.name for o in self._session.get_outputs()]
-        wanted = ["waveform", "sample_lengths"] + (["durations"] if "durations" in names else [])
-        wave, samples, *dur = self._session.run(wanted, {
+        wave, samples, *dur = self._session.run(self._outputs, {
             "input_ids": ids,
             "input_lengths": np.array([len(t) + 2 for t, _s, _v in parts], np.int64),
             "ref_s": np.stack([style_for(s, len(t)) for t, s, _v in parts]).astype(np.float32),

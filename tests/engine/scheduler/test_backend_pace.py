@@ -19,7 +19,7 @@ def _finish(backend: Backend, clock: ManualClock, synth_s: float, gap_s: float, 
     audio = [np.zeros(SAMPLE_RATE_HZ, np.float32)]
     batch = Batch(backend.name, [r], t0, t0 + 10, results=audio, t_end=clock())
     clock.advance(gap_s)
-    backend.observe(batch, backlogged=backlogged, now=clock())
+    backend.observe(batch, backlogged=backlogged)  # handled `gap_s` after the batch ended
 
 
 def _backend(clock: ManualClock) -> Backend:
