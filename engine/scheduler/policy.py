@@ -47,6 +47,12 @@ class PolicyConfig:
     was queued), plus `fifo_grace_s`; its deadline bounds it too. 0 is arrival order
     whenever anything waits; inf lets the weights defer a line up to its deadline."""
     fifo_grace_s: float = 0.05
+    lead_fifo_share: float = 0.3
+    """The lead's client requests (the role of the highest weight) are due at this share of
+    the wait arrival order would give them (plus `fifo_grace_s`): the deadline order itself
+    puts the lead ahead, where the others' tolerance alone would let it wait its turn
+    whenever the others have no slack to spare. Among requests of one weight (everyone the
+    lead) it changes nothing: the order of their due times is their arrival order."""
 
 
 class Policy(Protocol):
@@ -85,7 +91,7 @@ class Policy(Protocol):
 class _Slot:
     """A request's place in a policy's structures; `r` is None once it has left."""
 
-    __slots__ = ("audio_s", "cost", "r", "seq", "weight")
+    __slots__ = ("audio_s", "cost", "held", "r", "seq", "weight")
 
     def __init__(self, r: Request, seq: int) -> None:
         self.r: Request | None = r
@@ -95,6 +101,8 @@ class _Slot:
         """Estimated backend seconds (what `_Entries.charge` counted for its role)."""
         self.audio_s = 0.0
         """Estimated spoken seconds (what the role-aware admission index counted)."""
+        self.held = False
+        """Deferred by the role-aware policy's last deadline scan (a client's request)."""
 
 
 class _Entries:

@@ -69,6 +69,8 @@ class RoleAwarePolicy:
         """Estimated time from dispatch to its audio (a whole batch, for batched backends)."""
         self.last_role: str | None = None
         self.last_deadline_s = 0.0
+        self._lead_weight = max(self.weights.values(), default=-math.inf)
+        """The highest role weight known: the lead's."""
         self._run = 0
         self._clear()
 
@@ -136,8 +138,13 @@ class RoleAwarePolicy:
         if not math.isfinite(r.give_up_s):
             return r.deadline_s
         fifo_s = self._e.total + r.est_latency_s
-        tolerated = now + (1.0 + self.config.fifo_tolerance) * fifo_s + self.config.fifo_grace_s
-        return min(r.deadline_s, tolerated)
+        weight = self.weights.get(r.role, r.voice.weight)
+        if weight >= self._lead_weight:
+            self._lead_weight = weight
+            share = self.config.lead_fifo_share
+        else:
+            share = 1.0 + self.config.fifo_tolerance
+        return min(r.deadline_s, now + share * fifo_s + self.config.fifo_grace_s)
 
     def admit(self, r: Request, now: float) -> float:
         """0 when `r` can finish by its give-up time behind the work that would go before it
@@ -187,9 +194,14 @@ class RoleAwarePolicy:
 
         When they cannot all be met (overload), the lowest-weight requests (the longest
         first among equals) are deferred until the rest can (Moore and Hodgson's rule,
-        weighted): they leave the deadline order and are served by weight when the slack
-        allows, or shed at their give-up time. Earliest-deadline-first over what is left
-        then meets every deadline in it, the lead's included."""
+        weighted): earliest-deadline-first over what is left then meets every deadline in
+        it, the lead's included, and the deferred are served by weight when the slack
+        allows. A show's deferred line leaves the deadline order for good (it will be late
+        whatever happens; it goes by weight). A client's deferred request is only held for
+        this scan: it keeps its place, the next scan judges it again, and once its deadline
+        has passed it goes in due order like any late request its client still waits for, so
+        a passing overload (or an estimate that ran high) never leaves it behind until it is
+        shed."""
         if self._costs.out_of_range:
             self.reindex()  # the deadline index needs a new base (a server up for hours)
         self._compact()
@@ -205,9 +217,11 @@ class RoleAwarePolicy:
             if n_kept >= self.scan_limit:
                 k -= 1
                 break
-            r = entry[2].r
+            slot = entry[2]
+            r = slot.r
             if r is None:
                 continue
+            slot.held = False
             cost, lat = self._estimate(r)  # NB: renewed each tick, as measured speed settles
             r.est_cost_s, r.est_latency_s = cost, lat
             d = r.deadline_s  # NB: overload is judged on deadlines; `entry[0]` may be sooner
@@ -219,15 +233,14 @@ class RoleAwarePolicy:
             seen.append(entry)
             n_kept += 1
             work += cost
-            heapq.heappush(victims, (entry[2].weight, -cost, entry[1], entry))
+            heapq.heappush(victims, (slot.weight, -cost, entry[1], entry))
             # its audio arrives a batch latency after its share of the work is done
             spare = self.config.overload_reserve * (d - now)
             while d - now - work - (lat - cost) < spare and victims:
-                if victims[0][0] >= entry[2].weight:  # nothing lighter than this line is left
+                if victims[0][0] >= slot.weight:  # nothing lighter than this line is left
                     if d - now - work - (lat - cost) < 0:
                         # it cannot be met: among equals it is the one deferred, the latest
-                        # due, never the head of the line (which would then wait, the slack
-                        # gone, until it is shed)
+                        # due, never the head of the line
                         deferred.add(entry[1])
                         work -= cost
                     break  # the reserve defers only lower weights than the line it makes room for
@@ -238,11 +251,19 @@ class RoleAwarePolicy:
                 work += neg_cost
                 if victim is entry:
                     break
-        keep = [e for e in seen if e[1] in overdue or e[1] not in deferred]
-        edf[: k + 1] = keep  # garbage, lost and deferred lines leave the deadline order
+        keep = []
+        for e in seen:
+            if e[1] in deferred and e[1] not in overdue:
+                if not math.isfinite(e[2].r.give_up_s):  # type: ignore[union-attr]
+                    continue  # a show's line leaves the deadline order
+                e[2].held = True
+            keep.append(e)
+        edf[: k + 1] = keep  # garbage, lost and deferred show lines leave the deadline order
         slack, work = float("inf"), 0.0
         role_slack: dict[str, float] = {}
         for d, _, slot in keep:
+            if slot.held:
+                continue
             r = slot.r
             assert r is not None
             work += r.est_cost_s
@@ -274,9 +295,12 @@ class RoleAwarePolicy:
             del edf[:n]
 
     def _urgent(self, now: float) -> Request | None:
-        """The earliest deadline that can still be met."""
+        """The earliest deadline that can still be met (not held by the last scan)."""
         self._drop_front(now)
-        return self._edf[0][2].r if self._edf else None
+        for _, _, slot in self._edf:  # NB: held requests are few and the latest due
+            if slot.r is not None and not slot.held:
+                return slot.r
+        return None
 
     def _budget(self, now: float) -> float:
         return self._slack - (now - self._slack_at)
@@ -378,11 +402,13 @@ class RoleAwarePolicy:
 
     def reweight(self, weights: Mapping[str, float]) -> None:
         self.weights.update(weights)
+        self._lead_weight = max(self.weights.values(), default=-math.inf)
         self.reindex()
 
     def forget(self, roles: Iterable[str]) -> None:
         for role in roles:
             self.weights.pop(role, None)
+        self._lead_weight = max(self.weights.values(), default=-math.inf)
 
     def reindex(self) -> None:
         """Rebuild every structure from the live requests (after weights or deadlines change)."""

@@ -11,12 +11,11 @@ import numpy as np
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.concurrency import run_in_threadpool
 
 from engine.core.errors import TroupeError
 from engine.core.types import SAMPLE_RATE_HZ
 from engine.server import flow
-from engine.server.audio_out import OPENAI_PCM_RATE_HZ, ResponseFormat, check_format, headers, whole
+from engine.server.audio_out import OPENAI_PCM_RATE_HZ, ResponseFormat, check_format, headers
 from engine.server.errors import ERROR_RESPONSES
 from engine.server.openai_api import AUDIO_TYPES, LIVE, Text
 from engine.server.speech import MAX_TEXT_CHARS, SPEED_RANGE, SpeechService, cancel
@@ -60,7 +59,7 @@ def router(service: SpeechService) -> APIRouter:
         audio = await flow.whole(request, flat)
         lengths = [sum(len(f.result()) for f in futures) for futures in per_turn]
         mixed = _join(audio, lengths, body.pause_s)
-        data = await run_in_threadpool(whole, mixed, body.response_format)
+        data = await flow.encoded(mixed, body.response_format)
         return Response(data, headers=headers(body.response_format, OPENAI_PCM_RATE_HZ))
 
     return api

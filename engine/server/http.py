@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from engine.core.limits import limit
 from engine.core.types import SAMPLE_RATE_HZ
 from engine.server import dialogue, errors, flow
-from engine.server.audio_out import ResponseFormat, StreamEncoder, check_format, headers, whole
+from engine.server.audio_out import ResponseFormat, StreamEncoder, check_format, headers
 from engine.server.errors import ERROR_RESPONSES, error
 from engine.server.limits import Guard, ServerLimits
 from engine.server.listen import check_headers, wants_check
@@ -127,7 +127,7 @@ def _tts(app: FastAPI, service: SpeechService) -> None:
             line = SlottedLine(service, role, voice, text, LIVE, slot_s, slot_correction)
             if not stream:
                 audio = await line.whole(request)
-                data = await run_in_threadpool(whole, audio, format, SAMPLE_RATE_HZ)
+                data = await flow.encoded(audio, format, SAMPLE_RATE_HZ)
                 return Response(data, headers={**headers(format, SAMPLE_RATE_HZ), **line.headers(),
                                                **line.report.headers()})  # fmt: skip
             opening = await line.first(request)
@@ -136,7 +136,7 @@ def _tts(app: FastAPI, service: SpeechService) -> None:
         futures = service.submit(role, text, speed, LIVE)
         if not stream:
             audio = await flow.whole(request, futures)
-            data = await run_in_threadpool(whole, audio, format, SAMPLE_RATE_HZ)
+            data = await flow.encoded(audio, format, SAMPLE_RATE_HZ)
             checked = (
                 await check_headers(request, audio, text, service.voice(role).backend)
                 if wants_check(request)

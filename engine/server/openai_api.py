@@ -13,7 +13,6 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response, StreamingResponse
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
-from starlette.concurrency import run_in_threadpool
 
 from engine.core.errors import CastError
 from engine.core.types import Voice
@@ -25,7 +24,6 @@ from engine.server.audio_out import (
     StreamEncoder,
     check_format,
     headers,
-    whole,
 )
 from engine.server.errors import ERROR_RESPONSES
 from engine.server.listen import check_headers
@@ -121,7 +119,7 @@ def router(service: SpeechService) -> APIRouter:
         futures = service.submit(role, body.input, body.speed, LIVE, voice)
         if body.stream_format == "audio" and (body.response_format == "flac" or not body.stream):
             audio = await flow.whole(request, futures)
-            data = await run_in_threadpool(whole, audio, body.response_format)
+            data = await flow.encoded(audio, body.response_format)
             extra |= await check_headers(request, audio, body.input, voice.backend)
             return Response(data, headers={**headers(body.response_format, OPENAI_PCM_RATE_HZ), **extra})
         first = await flow.first_then_rest(request, futures)
@@ -143,7 +141,7 @@ async def _slotted(request: Request, service: SpeechService, body: SpeechBody, r
     fmt_headers = headers(body.response_format, OPENAI_PCM_RATE_HZ)
     if body.stream_format == "audio" and (body.response_format == "flac" or not body.stream):
         audio = await line.whole(request)
-        data = await run_in_threadpool(whole, audio, body.response_format)
+        data = await flow.encoded(audio, body.response_format)
         return Response(data, headers={**fmt_headers, **extra, **line.report.headers()})
     first = await line.first(request)
     encoder = StreamEncoder(body.response_format)
