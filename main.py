@@ -353,6 +353,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = SpeechSettings(processes=args.processes, policy=args.policy, scripts_dir=args.scripts_dir,
                               voice_aliases=dict(args.voice_alias), max_client_roles=args.max_client_roles,
                               client_role_idle_s=args.client_role_idle, fifo_tolerance=args.fifo_tolerance,
+                              lead_fifo_share=args.lead_share,
                               cluster=args.cluster or "")  # fmt: skip
     service = SpeechService(settings)
     try:
@@ -543,6 +544,9 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--fifo-tolerance", type=_ranged(float, 0, 10, ""), default=0.35,
                     help="role-aware: a client's request waits at most this much longer than "
                          "arrival order would make it (0.35: 35%%), so higher weights go first")  # fmt: skip
+    sv.add_argument("--lead-share", type=_ranged(float, 0, 10, ""), default=0.3,
+                    help="role-aware: the lead's (highest weight's) requests are due at this share "
+                         "of the wait arrival order would give them (0.3: 30%%)")  # fmt: skip
     sv.add_argument("--cluster", metavar="ADDRESS", help=CLUSTER_HELP)
     sv.set_defaults(func=cmd_serve)
 

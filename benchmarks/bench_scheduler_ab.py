@@ -38,7 +38,7 @@ ROLES = {  # role: (weight, share of the lines)
     "GUARD": (1.5, 0.1), "CLERK": (1.0, 0.08), "VOICE": (1.0, 0.07), "NARRATOR": (0.5, 0.15),
 }  # fmt: skip
 POLICY_CONFIG = PolicyConfig()
-"""The role-aware policy's tuning (`--fifo-tolerance`, `--fifo-grace`)."""
+"""The role-aware policy's tuning (`--fifo-tolerance`, `--fifo-grace`, `--lead-share`)."""
 _PROSE = "the night was long and the harbour lights burned low while we waited for word from the ship"
 WORDS = (_PROSE + " that never came home to the quiet town by the sea").split()
 N_REQUESTS = 200
@@ -160,9 +160,11 @@ def main() -> None:
                     help="how long past its deadline a client waits (share of deadline span)")  # fmt: skip
     ap.add_argument("--fifo-tolerance", type=float, default=PolicyConfig.fifo_tolerance)
     ap.add_argument("--fifo-grace", type=float, default=PolicyConfig.fifo_grace_s, help="seconds")
+    ap.add_argument("--lead-share", type=float, default=PolicyConfig.lead_fifo_share)
     args = ap.parse_args()
     global POLICY_CONFIG
-    POLICY_CONFIG = PolicyConfig(fifo_tolerance=args.fifo_tolerance, fifo_grace_s=args.fifo_grace)
+    POLICY_CONFIG = PolicyConfig(fifo_tolerance=args.fifo_tolerance, fifo_grace_s=args.fifo_grace,
+                                 lead_fifo_share=args.lead_share)  # fmt: skip
     pool = EspeakPool(2)
     pool.synthesize([SynthRequest("warm up", Voice())] * 2)
     backends = [b for b in (Backend(pool), Backend(GpuServiceModel())) if b.name in args.backends]

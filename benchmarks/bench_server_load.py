@@ -69,9 +69,10 @@ def _wait_ready(url: str, proc: subprocess.Popen[bytes]) -> None:
 
 
 def run(scenario: str, policy: str, n: int, concurrency: int, processes: int, seed: int,
-        tolerance: float | None = None) -> dict[str, object]:  # fmt: skip
+        tolerance: float | None = None, lead_share: float | None = None) -> dict[str, object]:  # fmt: skip
     port = _free_port()
     extra = ["--fifo-tolerance", str(tolerance)] if tolerance is not None else []
+    extra += ["--lead-share", str(lead_share)] if lead_share is not None else []
     proc = subprocess.Popen([sys.executable, str(ROOT / "main.py"), "serve", "--port", str(port),
                              "--metrics-port", "0", "--policy", policy, "--processes", str(processes),
                              *extra],
@@ -117,6 +118,7 @@ def main() -> None:
     ap.add_argument("--scenarios", nargs="+", default=["ab", "weighted"])
     ap.add_argument("--processes", type=int, default=2, help="espeak-ng worker processes in the server")
     ap.add_argument("--fifo-tolerance", type=float, help="the role-aware server's --fifo-tolerance")
+    ap.add_argument("--lead-share", type=float, help="the role-aware server's --lead-share")
     args = ap.parse_args()
     rows: list[dict[str, object]] = []
     summary: dict[str, dict[str, dict[str, float]]] = {}
@@ -124,8 +126,8 @@ def main() -> None:
         pairs = []
         for rep in range(args.repeats):  # fresh servers, back to back, the same requests, order alternating
             order = ("fifo", "role_aware") if rep % 2 == 0 else ("role_aware", "fifo")  # NB: no order bias
-            ran = {p: run(scenario, p, args.requests, args.concurrency, args.processes, rep,
-                          args.fifo_tolerance if p == "role_aware" else None)
+            tuning = {"role_aware": (args.fifo_tolerance, args.lead_share), "fifo": (None, None)}
+            ran = {p: run(scenario, p, args.requests, args.concurrency, args.processes, rep, *tuning[p])
                    for p in order}  # fmt: skip
             pair = {p: ran[p] for p in ("fifo", "role_aware")}
             rows += pair.values()

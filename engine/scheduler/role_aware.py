@@ -198,10 +198,10 @@ class RoleAwarePolicy:
         it, the lead's included, and the deferred are served by weight when the slack
         allows. A show's deferred line leaves the deadline order for good (it will be late
         whatever happens; it goes by weight). A client's deferred request is only held for
-        this scan: it keeps its place, the next scan judges it again, and once its deadline
-        has passed it goes in due order like any late request its client still waits for, so
-        a passing overload (or an estimate that ran high) never leaves it behind until it is
-        shed."""
+        this scan: it keeps its place and the next scan judges it again, so a passing
+        overload (or an estimate that ran high for a moment) does not leave it behind until
+        it is shed; held until its deadline has passed (an overload that lasted), it leaves
+        the order too."""
         if self._costs.out_of_range:
             self.reindex()  # the deadline index needs a new base (a server up for hours)
         self._compact()
@@ -221,12 +221,14 @@ class RoleAwarePolicy:
             r = slot.r
             if r is None:
                 continue
-            slot.held = False
+            was_held, slot.held = slot.held, False
             cost, lat = self._estimate(r)  # NB: renewed each tick, as measured speed settles
             r.est_cost_s, r.est_latency_s = cost, lat
             d = r.deadline_s  # NB: overload is judged on deadlines; `entry[0]` may be sooner
             if d - now - lat < 0:
-                if not self._lost(r, now):  # a client still waits for it: it stays in due order
+                # a client still waits for it: it stays in due order, unless it was deferred
+                # until its deadline passed (an overload that lasted: it goes by weight)
+                if not was_held and not self._lost(r, now):
                     overdue.add(entry[1])
                     seen.append(entry)
                 continue  # its deadline cannot be met any more: no room is made for it

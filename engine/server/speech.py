@@ -60,6 +60,9 @@ class SpeechSettings:
     fifo_tolerance: float = PolicyConfig.fifo_tolerance
     """Role-aware: how much longer than arrival order would take a client's request may wait
     so that higher weights go first (0.35: 35%; see `PolicyConfig.fifo_tolerance`)."""
+    lead_fifo_share: float = PolicyConfig.lead_fifo_share
+    """Role-aware: the lead's (highest weight's) requests are due at this share of the wait
+    arrival order would give them (0.3; see `PolicyConfig.lead_fifo_share`)."""
     neural: bool = True
     """Offer Kokoro voices (`kokoro:jf_alpha`) when the neural extra is installed."""
     scripts_dir: Path = Path(".")
@@ -88,7 +91,9 @@ class SpeechService:
         config = SchedulerConfig(
             policy=self.settings.policy,
             max_pending=self.settings.max_pending,
-            policy_config=PolicyConfig(fifo_tolerance=self.settings.fifo_tolerance),
+            policy_config=PolicyConfig(
+                fifo_tolerance=self.settings.fifo_tolerance, lead_fifo_share=self.settings.lead_fifo_share
+            ),
         )
         self.cluster: Any = None
         """The cluster synthesizer when voicing on a cluster (its head feeds /metrics)."""
