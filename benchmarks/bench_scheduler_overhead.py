@@ -9,14 +9,17 @@ queue each, as the scheduler keeps them) and the accept path the scheduler uses:
   thread's own CPU time (`CLOCK_THREAD_CPUTIME_ID`: the decision's cost, collector included);
 - a tick: shedding what is past its give-up time, the deadline scan (with the overload
   deferral), a dispatch, and the priority column of the heatmap.
-Python's garbage collector stays on, so its pauses are in the figures.
+Python's garbage collector stays on, so its pauses are in the figures. Each figure is the
+median of `--repeats` passes (microsecond tails on shared cores move 2-3x between passes).
 
-    python benchmarks/bench_scheduler_overhead.py
+    python benchmarks/bench_scheduler_overhead.py [--repeats 5]
 """
 
 from __future__ import annotations
 
+import argparse
 import random
+import statistics
 import time
 
 import numpy as np
@@ -29,6 +32,7 @@ from engine.scheduler.role_aware import RoleAwarePolicy
 ROLES = [f"R{k}" for k in range(8)]
 BACKENDS = ("kokoro", "espeak")
 TARGET_US = 20.0
+SPREAD = ["cpu_pop_p99_us", "cpu_mate_p99_us", "cpu_push_p99_us", "cpu_admit_p99_us", "cpu_decision_p99_us"]
 
 
 def _request(rng: random.Random, now: float) -> Request:
@@ -107,17 +111,38 @@ def measure(policy_name: str, depth: int, ops: int = 3000) -> dict[str, float | 
 
 
 def main() -> None:
-    rows = [measure(p, d) for p in ("role_aware", "fifo") for d in (10, 100, 1_000, 10_000)]
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=5, help="passes per policy and depth (medians reported)")
+    args = ap.parse_args()
+    rows, spread = [], {}
+    for p in ("role_aware", "fifo"):
+        for d in (10, 100, 1_000, 10_000):
+            passes = [measure(p, d) for _ in range(args.repeats)]
+            row = dict(passes[0])
+            for key, value in row.items():
+                if isinstance(value, float):
+                    row[key] = statistics.median(float(x[key]) for x in passes)
+            rows.append(row)
+            values = {key: [float(x[key]) for x in passes] for key in SPREAD}
+            spread[f"{p}@{d}"] = {key: [min(v), max(v)] for key, v in values.items()}
     cols = ["policy", "depth", "queued_at_end", "decision_p50_us", "decision_p99_us", "cpu_decision_p50_us",
             "cpu_decision_p99_us", "cpu_push_p99_us", "cpu_pop_p99_us", "cpu_mate_p99_us", "admit_p99_us",
             "cpu_admit_p99_us", "tick_p50_ms", "tick_max_ms"]  # fmt: skip
     print(table(rows, cols))
     deep = next(r for r in rows if r["depth"] == 10_000 and r["policy"] == "role_aware")
-    print(f"role-aware at depth 10,000, p99 (target <= {TARGET_US:g} us): a decision (push, pop, batch-mate) "
-          f"{deep['decision_p99_us']:.1f} us wall, {deep['cpu_decision_p99_us']:.1f} us CPU; the pop alone "
-          f"{deep['cpu_pop_p99_us']:.1f} us CPU, the push {deep['cpu_push_p99_us']:.1f}, the batch-mate "
-          f"{deep['cpu_mate_p99_us']:.1f}; a tick includes the scan of up to 2,048 deadlines")  # fmt: skip
-    print(f"wrote {save('bench_scheduler_overhead', {'rows': rows, 'target_us': TARGET_US})}")
+    print(f"role-aware at depth 10,000, p99, thread CPU time (target <= {TARGET_US:g} us a decision): "
+          f"choosing the next request {deep['cpu_pop_p99_us']:.1f} us (head pop), a batch-mate for it "
+          f"{deep['cpu_mate_p99_us']:.1f} us (pop with the accept test); queueing an arrival "
+          f"{deep['cpu_push_p99_us']:.1f} us, its admission {deep['cpu_admit_p99_us']:.1f} us; all three of "
+          f"push, pop and batch-mate together {deep['cpu_decision_p99_us']:.1f} us CPU, "
+          f"{deep['decision_p99_us']:.1f} us wall (the collector's pauses land in this tail); a tick "
+          f"includes the scan of up to 2,048 deadlines")  # fmt: skip
+    low = spread["role_aware@10000"]
+    print(f"over {args.repeats} passes (median above), p99 CPU [min, max]: "
+          + ", ".join(f"{k.removeprefix('cpu_').removesuffix('_p99_us')} [{v[0]:.1f}, {v[1]:.1f}]"
+                      for k, v in low.items()))  # fmt: skip
+    result = {"rows": rows, "spread": spread, "repeats": args.repeats, "target_us": TARGET_US}
+    print(f"wrote {save('bench_scheduler_overhead', result)}")
 
 
 if __name__ == "__main__":

@@ -80,7 +80,6 @@ class RoleAwarePolicy:
         self._edf: list[_Entry] = []
         self._prio: list[_Entry] = []
         self._by_role: dict[str, list[_Entry]] = {}
-        self._oldest: dict[str, deque[_Slot]] = {}
         self._expiry: list[_Entry] = []
         self._costs = CostIndex()
         """Queued spoken seconds by effective weight (ad-libs at +inf) and deadline."""
@@ -93,10 +92,6 @@ class RoleAwarePolicy:
             return math.inf
         return self.weights.get(r.role, r.voice.weight) * CLASS_FACTOR[r.klass]
 
-    def _key(self, r: Request) -> float:
-        w = self.weights.get(r.role, r.voice.weight) * CLASS_FACTOR[r.klass]
-        return -(w - self.config.age_rate_per_s * r.t_enqueued)
-
     # --- queueing ------------------------------------------------------------------
     def _estimate(self, r: Request) -> tuple[float, float]:
         cost = self.service_s(r)
@@ -107,13 +102,15 @@ class RoleAwarePolicy:
         cost, r.est_latency_s = self._estimate(r)
         r.est_cost_s = cost
         now = r.t_enqueued
-        due = self._due(r, now)
+        role_weight = self.weights.get(r.role, r.voice.weight)
+        due = self._due(r, now, role_weight)
         if due - now - cost >= 0:  # deadlines after it lose `cost`; its own slack >= ...
             own = due - now - self._work - cost + (now - self._slack_at)
             self._slack = min(self._slack - cost, own)
             self._work += cost
         slot = self._e.issue(r)
-        slot.weight = self._weight(r)
+        weight = role_weight * CLASS_FACTOR[r.klass]
+        slot.weight = math.inf if r.klass is RequestClass.ADLIB else weight
         self._e.charge(slot, cost)
         # NB: the admission index holds spoken seconds, not backend seconds: the backend's
         # speed is applied when admission asks, so a queue built on a first guess (or before
@@ -123,13 +120,13 @@ class RoleAwarePolicy:
         if r.klass is RequestClass.ADLIB:
             self._adlib.append(slot)
         bisect.insort(self._edf, (due, slot.seq, slot))  # NB: seq is unique: slots never compared
-        heapq.heappush(self._prio, (self._key(r), slot.seq, slot))
+        # `weight + age_rate * (now - t_enqueued)` ranks like this key, fixed at arrival
+        heapq.heappush(self._prio, (self.config.age_rate_per_s * r.t_enqueued - weight, slot.seq, slot))
         heapq.heappush(self._by_role.setdefault(r.role, []), (r.deadline_s, slot.seq, slot))
-        self._oldest.setdefault(r.role, deque()).append(slot)
         if math.isfinite(r.give_up_s):
             heapq.heappush(self._expiry, (r.give_up_at_s, slot.seq, slot))
 
-    def _due(self, r: Request, now: float) -> float:
+    def _due(self, r: Request, now: float, role_weight: float) -> float:
         """When `r` must be answered for the weights to reorder around it: its deadline; for a
         request a client is waiting on (a finite `give_up_s`), sooner: `fifo_tolerance` past
         the wait arrival order would give it (the work queued on this backend now, then its
@@ -138,9 +135,8 @@ class RoleAwarePolicy:
         if not math.isfinite(r.give_up_s):
             return r.deadline_s
         fifo_s = self._e.total + r.est_latency_s
-        weight = self.weights.get(r.role, r.voice.weight)
-        if weight >= self._lead_weight:
-            self._lead_weight = weight
+        if role_weight >= self._lead_weight:
+            self._lead_weight = role_weight
             share = self.config.lead_fifo_share
         else:
             share = 1.0 + self.config.fifo_tolerance
@@ -181,10 +177,16 @@ class RoleAwarePolicy:
         self._costs.add(slot.weight, r.deadline_s, -slot.audio_s)
 
     def _top(self, heap: list[_Entry]) -> Request | None:
+        slot = self._top_slot(heap)
+        return slot.r if slot is not None else None
+
+    @staticmethod
+    def _top_slot(heap: list[_Entry]) -> _Slot | None:
+        """The heap's first live slot (its `r` is set), stale entries popped on the way."""
         while heap:
-            r = heap[0][2].r
-            if r is not None:
-                return r
+            slot = heap[0][2]
+            if slot.r is not None:
+                return slot
             heapq.heappop(heap)
         return None
 
@@ -308,20 +310,24 @@ class RoleAwarePolicy:
         return self._slack - (now - self._slack_at)
 
     # --- serving -------------------------------------------------------------------
-    def _preferred(self) -> Iterator[Request]:
+    def _preferred(self) -> tuple[Request, ...]:
         """Requests in the order the director's weights (and continuity) want them. The
         current speaker's next line goes first only over roles of no higher weight:
         continuity groups a speaker's lines, it never overrides the director's weights."""
-        best = self._top(self._prio)
-        if best is not None:  # the weights (and age) pick the role; its lines go in order
-            best = self._top(self._by_role[best.role]) or best
+        top = self._top_slot(self._prio)
+        best = None
+        if top is not None and top.r is not None:  # the weights (and age) pick the role
+            best = self._top_slot(self._by_role[top.r.role]) or top  # its lines go in order
         if self.last_role is not None and self._run < self.config.continuity_max_run:
-            nxt = self._top(self._by_role.get(self.last_role, []))
-            if (nxt is not None and nxt.deadline_s <= self.last_deadline_s + self.config.continuity_s
-                    and (best is None or self._weight(nxt) >= self._weight(best))):  # fmt: skip
-                yield nxt
-        if best is not None:
-            yield best
+            heap = self._by_role.get(self.last_role)
+            nxt = self._top_slot(heap) if heap else None
+            if (nxt is not None and nxt.r is not None
+                    and nxt.r.deadline_s <= self.last_deadline_s + self.config.continuity_s
+                    and (best is None or nxt.weight >= best.weight)):  # fmt: skip
+                if best is None or best is nxt or best.r is None:
+                    return (nxt.r,)
+                return (nxt.r, best.r)
+        return () if best is None or best.r is None else (best.r,)
 
     def _next_adlib(self, accept: Accept | None) -> Request | None:
         while self._adlib and self._adlib[0].r is None:
@@ -382,12 +388,6 @@ class RoleAwarePolicy:
                 self._by_role[role] = kept
             else:
                 del self._by_role[role]
-        for role, slots in list(self._oldest.items()):
-            alive = deque(s for s in slots if s.r is not None)
-            if alive:
-                self._oldest[role] = alive
-            else:
-                del self._oldest[role]
         self._adlib = deque(s for s in self._adlib if s.r is not None)
 
     def discard(self, r: Request) -> bool:
