@@ -6,8 +6,10 @@ Order (a decision costs O(log n) at any depth; keys do not change with time):
   ranked first by `weight * class_factor + age_rate * age` (its earliest line), but only
   while that keeps every queued line on time; otherwise the earliest that can still be
   (EDF). "On time" is the line's deadline or, for a request a client waits on, sooner:
-  `fifo_tolerance` (35%) past the wait arrival order would have given it. The weights take
-  the lead ahead while the others can spare it, never by deferring a client's request up to
+  `fifo_tolerance` (35%) past the wait arrival order would have given it, and for the
+  lead's (the highest weight's) requests `lead_fifo_share` (30%) of it, so that the due
+  order itself puts the lead ahead when there is no slack to spare. The weights take the
+  lead ahead while the others can spare it, never by deferring a client's request up to
   its deadline when FIFO would have answered it in a fraction of that. When the queued
   deadlines cannot all be met whatever the order (overload), the lowest weights are
   deferred until the rest can (see `refresh`). The age term is additive, so a weight-1
