@@ -80,6 +80,9 @@ class RoleAwarePolicy:
         self._e = _Entries()
         self._adlib: deque[_Slot] = deque()
         self._edf: list[_Entry] = []
+        self._lo = 0
+        """Where the deadline order's live part starts: the entries before it have left (a
+        decision moves this on instead of shifting the whole list; the tick's scan drops them)."""
         self._prio: list[_Entry] = []
         self._by_role: dict[str, list[_Entry]] = {}
         self._expiry: list[_Entry] = []
@@ -121,7 +124,13 @@ class RoleAwarePolicy:
         self._costs.add(slot.weight, r.deadline_s, slot.audio_s)
         if r.klass is RequestClass.ADLIB:
             self._adlib.append(slot)
-        bisect.insort(self._edf, (due, slot.seq, slot))  # NB: seq is unique: slots never compared
+        entry = (due, slot.seq, slot)  # NB: seq is unique: slots are never compared
+        edf, lo = self._edf, self._lo
+        if lo and (lo == len(edf) or entry < edf[lo]):
+            self._lo = lo - 1  # due before every live entry: it takes the place of a gone one
+            edf[lo - 1] = entry
+        else:
+            bisect.insort(edf, entry, lo)
         # `weight + age_rate * (now - t_enqueued)` ranks like this key, fixed at arrival
         heapq.heappush(self._prio, (self.config.age_rate_per_s * r.t_enqueued - weight, slot.seq, slot))
         heapq.heappush(self._by_role.setdefault(r.role, []), (r.deadline_s, slot.seq, slot))
@@ -211,6 +220,9 @@ class RoleAwarePolicy:
         self._compact()
         self._drop_front(now)
         edf = self._edf
+        if self._lo:
+            del edf[: self._lo]
+            self._lo = 0
         seen: list[_Entry] = []
         n_kept = 0
         overdue: set[int] = set()
@@ -291,19 +303,20 @@ class RoleAwarePolicy:
         return not (math.isfinite(r.give_up_s) and r.give_up_at_s - now - r.est_latency_s >= 0)
 
     def _drop_front(self, now: float) -> None:
-        edf, n = self._edf, 0
+        edf, n = self._edf, self._lo
         while n < len(edf):
             r = edf[n][2].r
             if r is not None and not self._lost(r, now):
                 break
             n += 1
-        if n:
-            del edf[:n]
+        self._lo = n
 
     def _urgent(self, now: float) -> Request | None:
         """The earliest deadline that can still be met (not held by the last scan)."""
         self._drop_front(now)
-        for _, _, slot in self._edf:  # NB: held requests are few and the latest due
+        edf = self._edf
+        for i in range(self._lo, len(edf)):  # NB: held requests are few and the latest due
+            slot = edf[i][2]
             if slot.r is not None and not slot.held:
                 return slot.r
         return None
@@ -361,10 +374,8 @@ class RoleAwarePolicy:
             return self._take(urgent)
         if accept is None:
             return None
-        for _, _, slot in _best_first(self._prio, LOOKAHEAD):  # a batch-mate that fits
-            if slot.r is not None and accept(slot.r):
-                return self._take(slot.r)
-        return None
+        mate = _first_fit(self._prio, LOOKAHEAD, accept)  # a batch-mate that fits
+        return self._take(mate) if mate is not None else None
 
     def _take(self, r: Request) -> Request:
         self._work = max(0.0, self._work - r.est_cost_s)
@@ -442,16 +453,23 @@ class RoleAwarePolicy:
         return dict(self._e.work)
 
 
-def _best_first(heap: list[_Entry], limit: int) -> Iterator[_Entry]:
-    """Up to `limit` entries of a binary heap in order, in O(limit log limit), heap untouched."""
-    if not heap:
-        return
-    frontier = [(heap[0][0], heap[0][1], 0)]
+def _first_fit(heap: list[_Entry], limit: int, accept: Accept) -> Request | None:
+    """The first of a binary heap's best `limit` live entries (in order) that `accept`s,
+    in O(limit log limit), the heap untouched."""
+    n = len(heap)
+    if not n:
+        return None
+    frontier = [(heap[0], 0)]  # NB: entries compare by (key, seq): seq is unique
     for _ in range(limit):
         if not frontier:
-            return
-        _, _, i = heapq.heappop(frontier)
-        yield heap[i]
-        for c in (2 * i + 1, 2 * i + 2):
-            if c < len(heap):
-                heapq.heappush(frontier, (heap[c][0], heap[c][1], c))
+            return None
+        entry, i = heapq.heappop(frontier)
+        r = entry[2].r
+        if r is not None and accept(r):
+            return r
+        c = 2 * i + 1
+        if c < n:
+            heapq.heappush(frontier, (heap[c], c))
+            if c + 1 < n:
+                heapq.heappush(frontier, (heap[c + 1], c + 1))
+    return None

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sched_fakes import ManualClock, req
 
 from engine.scheduler import FifoPolicy, PolicyConfig, RequestClass, RoleAwarePolicy
@@ -351,3 +353,39 @@ def test_a_client_request_deferred_in_a_passing_overload_is_not_left_behind() ->
         send()
     assert shed == []
     assert served == sorted(served)  # head of the line first, throughout
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["push", "push", "pop", "refresh", "wait"]), st.integers(0, 10**6)),
+                max_size=120))  # fmt: skip
+def test_the_deadline_order_stays_whole_under_any_sequence(ops: list[tuple[str, int]]) -> None:
+    # the earliest due the policy serves is the earliest live one anywhere in its list (no
+    # entry lost before the live front, whatever was pushed, taken or scanned in between),
+    # the live part stays sorted, and every request queued comes out exactly once
+    clock = ManualClock()
+    p = RoleAwarePolicy(weights={"LEAD": 10, "EXTRA": 1})
+    p.service_s = lambda r: 0.05
+    queued, served = set(), []
+    for op, x in ops:
+        if op == "push":
+            role = "LEAD" if x % 3 == 0 else "EXTRA"
+            r = req(role, f"{len(queued) + len(served)}", deadline=clock() + (x % 400) / 100)
+            r.give_up_s = 1.0 if x % 2 else float("inf")
+            _push(p, clock, r)
+            queued.add(r.text)
+        elif op == "refresh":
+            p.refresh(clock())
+        elif op == "wait":
+            clock.advance((x % 50) / 100)
+        live = [e for e in p._edf if e[2].r is not None and not p._lost(e[2].r, clock()) and not e[2].held]
+        urgent = p._urgent(clock())
+        assert urgent is (min(live)[2].r if live else None)
+        assert p._edf[p._lo :] == sorted(p._edf[p._lo :])
+        if op == "pop" and (r := p.pop(clock())) is not None:
+            served.append(r.text)
+            queued.discard(r.text)
+    while (r := p.pop(clock())) is not None:
+        served.append(r.text)
+        queued.discard(r.text)
+    assert not queued
+    assert len(served) == len(set(served))
