@@ -315,7 +315,7 @@ class RoleAwarePolicy:
         """The earliest deadline that can still be met (not held by the last scan)."""
         self._drop_front(now)
         edf = self._edf
-        for i in range(self._lo, len(edf)):  # NB: held requests are few and the latest due
+        for i in range(self._lo, len(edf)):  # NB: skips at most what the last scan held
             slot = edf[i][2]
             if slot.r is not None and not slot.held:
                 return slot.r
