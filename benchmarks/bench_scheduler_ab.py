@@ -215,10 +215,8 @@ def main() -> None:
           + ", ".join(f"{n} mean {100 * (s['mean_ratio']['median'] - 1):+.0f}% "
                       f"p95 {100 * (s['p95_ratio']['median'] - 1):+.0f}%"
                       for n, s in summary.items()))  # fmt: skip
-    print(
-        f"medians of {args.repeats} loads; wrote "
-        f"{save('bench_scheduler_ab', {'rows': rows, 'summary': summary, 'repeats': args.repeats})}"
-    )
+    result = {"args": vars(args), "rows": rows, "summary": summary, "repeats": args.repeats}
+    print(f"medians of {args.repeats} loads; wrote {save('bench_scheduler_ab', result)}")
 
 
 if __name__ == "__main__":

@@ -91,7 +91,7 @@ class Policy(Protocol):
 class _Slot:
     """A request's place in a policy's structures; `r` is None once it has left."""
 
-    __slots__ = ("audio_s", "cost", "held", "r", "seq", "weight")
+    __slots__ = ("audio_s", "cost", "crit", "held", "r", "seq", "weight")
 
     def __init__(self, r: Request, seq: int) -> None:
         self.r: Request | None = r
@@ -101,8 +101,11 @@ class _Slot:
         """Estimated backend seconds (what `_Entries.charge` counted for its role)."""
         self.audio_s = 0.0
         """Estimated spoken seconds (what the role-aware admission index counted)."""
-        self.held = False
-        """Deferred by the role-aware policy's last deadline scan (a client's request)."""
+        self.crit = -1
+        """The role-aware policy's scan that counted it before its least spare deadline."""
+        self.held = -1
+        """The role-aware policy's scan that last deferred it (a client's request): held
+        while that is the latest scan."""
 
 
 class _Entries:

@@ -83,6 +83,17 @@ class RoleAwarePolicy:
         self._lo = 0
         """Where the deadline order's live part starts: the entries before it have left (a
         decision moves this on instead of shifting the whole list; the tick's scan drops them)."""
+        self._first = 0
+        """No entry before this index can be the earliest due (gone, or held by this scan)."""
+        self._scan = 0
+        """Scans so far: a slot whose `held` is this number was deferred by the last one."""
+        self._hard: list[_Entry] = []
+        self._hard_i = 0
+        self._hard_slack, self._hard_at = float("inf"), -float("inf")
+        """Deadlines, not due times: the least time to spare over the last scan's lines in
+        deadline order, and (`_hard`) those up to the one that has it, in deadline order
+        (their slots' `crit` is the scan's number). Due times put a client's request ahead
+        of its deadline; this keeps them from pushing another line past its own."""
         self._prio: list[_Entry] = []
         self._by_role: dict[str, list[_Entry]] = {}
         self._expiry: list[_Entry] = []
@@ -127,10 +138,13 @@ class RoleAwarePolicy:
         entry = (due, slot.seq, slot)  # NB: seq is unique: slots are never compared
         edf, lo = self._edf, self._lo
         if lo and (lo == len(edf) or entry < edf[lo]):
-            self._lo = lo - 1  # due before every live entry: it takes the place of a gone one
-            edf[lo - 1] = entry
+            at = self._lo = lo - 1  # due before every live entry: it takes the place of a gone one
+            edf[at] = entry
         else:
-            bisect.insort(edf, entry, lo)
+            at = bisect.bisect_right(edf, entry, lo)
+            edf.insert(at, entry)
+        if at <= self._first:
+            self._first = at
         # `weight + age_rate * (now - t_enqueued)` ranks like this key, fixed at arrival
         heapq.heappush(self._prio, (self.config.age_rate_per_s * r.t_enqueued - weight, slot.seq, slot))
         heapq.heappush(self._by_role.setdefault(r.role, []), (r.deadline_s, slot.seq, slot))
@@ -203,18 +217,18 @@ class RoleAwarePolicy:
 
     # --- deadlines -----------------------------------------------------------------
     def refresh(self, now: float) -> None:
-        """Recompute the system's slack from the nearest `scan_limit` deadlines.
+        """Recompute the system's slack from the nearest `scan_limit` due times.
 
-        When they cannot all be met (overload), the lowest-weight requests (the longest
-        first among equals) are deferred until the rest can (Moore and Hodgson's rule,
-        weighted): earliest-deadline-first over what is left then meets every deadline in
-        it, the lead's included, and the deferred are served by weight when the slack
-        allows. A show's deferred line leaves the deadline order for good (it will be late
-        whatever happens; it goes by weight). A client's deferred request is only held for
-        this scan: it keeps its place and the next scan judges it again, so a passing
-        overload (or an estimate that ran high for a moment) does not leave it behind until
-        it is shed; held until its deadline has passed (an overload that lasted), it leaves
-        the order too."""
+        When the deadlines cannot all be met (overload), the lowest-weight requests (the
+        longest first among equals) are deferred until the rest can (Moore and Hodgson's
+        rule, weighted, judged in deadline order): earliest-due-first over what is left
+        then meets every deadline in it, the lead's included, and the deferred are served by
+        weight when the slack allows. A show's deferred line leaves the due order for good
+        (it will be late whatever happens; it goes by weight). A client's deferred request
+        is only held for this scan: it keeps its place and the next scan judges it again, so
+        a passing overload (or an estimate that ran high for a moment) does not leave it
+        behind until it is shed; one still held when its deadline passes (an overload that
+        lasted) leaves the order too."""
         if self._costs.out_of_range:
             self.reindex()  # the deadline index needs a new base (a server up for hours)
         self._compact()
@@ -223,12 +237,14 @@ class RoleAwarePolicy:
         if self._lo:
             del edf[: self._lo]
             self._lo = 0
-        seen: list[_Entry] = []
+        last_scan = self._scan
+        self._scan += 1
+        seen: list[_Entry] = []  # in due order
+        judged: list[tuple[float, int, _Entry]] = []  # (deadline, seq, entry)
         n_kept = 0
         overdue: set[int] = set()
-        victims: list[tuple[float, float, int, _Entry]] = []
-        deferred: set[int] = set()
-        work, k = 0.0, 0
+        late: list[_Entry] = []  # the overdue, in due order
+        k = 0
         for k, entry in enumerate(edf):
             if n_kept >= self.scan_limit:
                 k -= 1
@@ -237,50 +253,34 @@ class RoleAwarePolicy:
             r = slot.r
             if r is None:
                 continue
-            was_held, slot.held = slot.held, False
             cost, lat = self._estimate(r)  # NB: renewed each tick, as measured speed settles
             r.est_cost_s, r.est_latency_s = cost, lat
-            d = r.deadline_s  # NB: overload is judged on deadlines; `entry[0]` may be sooner
-            if d - now - lat < 0:
-                # a client still waits for it: it stays in due order, unless it was deferred
+            if r.deadline_s - now - lat < 0:
+                # a client still waits for it: it stays in due order, unless it was held
                 # until its deadline passed (an overload that lasted: it goes by weight)
-                if not was_held and not self._lost(r, now):
+                if slot.held != last_scan and not self._lost(r, now):
                     overdue.add(entry[1])
                     seen.append(entry)
+                    late.append(entry)
                 continue  # its deadline cannot be met any more: no room is made for it
             seen.append(entry)
+            judged.append((r.deadline_s, entry[1], entry))
             n_kept += 1
-            work += cost
-            heapq.heappush(victims, (slot.weight, -cost, entry[1], entry))
-            # its audio arrives a batch latency after its share of the work is done
-            spare = self.config.overload_reserve * (d - now)
-            while d - now - work - (lat - cost) < spare and victims:
-                if victims[0][0] >= slot.weight:  # nothing lighter than this line is left
-                    if d - now - work - (lat - cost) < 0:
-                        # it cannot be met: among equals it is the one deferred, the latest
-                        # due, never the head of the line
-                        deferred.add(entry[1])
-                        work -= cost
-                    break  # the reserve defers only lower weights than the line it makes room for
-                _, neg_cost, _, victim = heapq.heappop(victims)
-                if victim[1] in deferred:
-                    continue
-                deferred.add(victim[1])
-                work += neg_cost
-                if victim is entry:
-                    break
-        keep = []
+        deferred = self._overloaded(judged, now)
+        self._critical(late, judged, deferred, now)
+        scan, keep = self._scan, []
         for e in seen:
-            if e[1] in deferred and e[1] not in overdue:
+            if e[1] in deferred:
                 if not math.isfinite(e[2].r.give_up_s):  # type: ignore[union-attr]
-                    continue  # a show's line leaves the deadline order
-                e[2].held = True
+                    continue  # a show's line leaves the due order
+                e[2].held = scan
             keep.append(e)
-        edf[: k + 1] = keep  # garbage, lost and deferred show lines leave the deadline order
+        edf[: k + 1] = keep  # garbage, lost and deferred show lines leave the due order
+        self._first = 0
         slack, work = float("inf"), 0.0
         role_slack: dict[str, float] = {}
         for d, _, slot in keep:
-            if slot.held:
+            if slot.held == scan:
                 continue
             r = slot.r
             assert r is not None
@@ -291,6 +291,86 @@ class RoleAwarePolicy:
                 role_slack[r.role] = own
         self._slack, self._slack_at, self._work = slack, now, work
         self._role_slack = role_slack
+
+    def _critical(self, late: list[_Entry], judged: list[tuple[float, int, _Entry]], deferred: set[int],
+                  now: float) -> None:  # fmt: skip
+        """The least spare time over the kept lines' deadlines (`judged` is in deadline
+        order, behind the `late` ones a client still waits for: they go first), and the
+        lines that must go before the one that has it."""
+        hard, upto = float("inf"), -1
+        work = 0.0
+        for e in late:
+            work += e[2].r.est_cost_s if e[2].r is not None else 0.0
+        for i, (d, seq, entry) in enumerate(judged):
+            if seq in deferred:
+                continue
+            r = entry[2].r
+            assert r is not None
+            work += r.est_cost_s
+            own = d - now - work - (r.est_latency_s - r.est_cost_s)
+            if own < hard:
+                hard, upto = own, i
+        scan = self._scan
+        if hard < 0:  # the deadlines kept cannot all be met whatever the order: nothing to guard
+            hard, upto = float("inf"), -1
+        self._hard = late + [e for _, seq, e in judged[: upto + 1] if seq not in deferred]
+        for e in self._hard:
+            e[2].crit = scan
+        self._hard_i, self._hard_slack, self._hard_at = 0, hard, now
+
+    def _hard_budget(self, now: float) -> float:
+        return self._hard_slack - (now - self._hard_at)
+
+    def _next_hard(self) -> Request | None:
+        """The earliest deadline among the lines the least spare time is counted over."""
+        hard, i = self._hard, self._hard_i
+        while i < len(hard) and hard[i][2].r is None:
+            i += 1
+        self._hard_i = i
+        return hard[i][2].r if i < len(hard) else None
+
+    def _fits_deadlines(self, r: Request, hard_budget: float) -> bool:
+        """Serving `r` now leaves every deadline of the last scan feasible."""
+        slot = self._e.slots.get(r.id)
+        if slot is None or slot.crit == self._scan or r.est_cost_s <= hard_budget:
+            return True
+        return self._next_hard() is None  # the lines it was counted over have all gone
+
+    def _overloaded(self, judged: list[tuple[float, int, _Entry]], now: float) -> set[int]:
+        """Which of these (live, deadline not yet passed) to defer so that every other
+        deadline is met with `overload_reserve` of its remaining time spare, taken in
+        deadline order: the lightest first (the longest, then the oldest, among equals),
+        and only lighter than the line that needs the room; a line that cannot be met even
+        so is itself deferred (among equals the latest deadline, never the head of the line).
+        Judged in deadline order whatever the due order: a client's request due early (the
+        lead's share, the arrival-order bound) must not make a later deadline look lost."""
+        judged.sort()  # NB: (deadline, seq): seq is unique; nearly sorted already
+        victims: list[tuple[float, float, int, _Entry]] = []
+        deferred: set[int] = set()
+        work = 0.0
+        for d, seq, entry in judged:
+            slot = entry[2]
+            r = slot.r
+            assert r is not None
+            cost, lat = r.est_cost_s, r.est_latency_s
+            work += cost
+            heapq.heappush(victims, (slot.weight, -cost, seq, entry))
+            # its audio arrives a batch latency after its share of the work is done
+            spare = self.config.overload_reserve * (d - now)
+            while d - now - work - (lat - cost) < spare and victims:
+                if victims[0][0] >= slot.weight:  # nothing lighter than this line is left
+                    if d - now - work - (lat - cost) < 0:
+                        deferred.add(seq)  # it cannot be met: the latest deadline of its weight
+                        work -= cost
+                    break  # the reserve defers only lower weights than the line it makes room for
+                _, neg_cost, victim_seq, _ = heapq.heappop(victims)
+                if victim_seq in deferred:
+                    continue
+                deferred.add(victim_seq)
+                work += neg_cost
+                if victim_seq == seq:
+                    break
+        return deferred
 
     @staticmethod
     def _lost(r: Request, now: float) -> bool:
@@ -314,12 +394,15 @@ class RoleAwarePolicy:
     def _urgent(self, now: float) -> Request | None:
         """The earliest deadline that can still be met (not held by the last scan)."""
         self._drop_front(now)
-        edf = self._edf
-        for i in range(self._lo, len(edf)):  # NB: skips at most what the last scan held
+        edf, scan = self._edf, self._scan
+        i = max(self._lo, self._first)
+        while i < len(edf):
             slot = edf[i][2]
-            if slot.r is not None and not slot.held:
-                return slot.r
-        return None
+            if slot.r is not None and slot.held != scan:
+                break
+            i += 1  # NB: held or gone until the next scan: no later decision looks at it again
+        self._first = i
+        return edf[i][2].r if i < len(edf) else None
 
     def _budget(self, now: float) -> float:
         return self._slack - (now - self._slack_at)
@@ -357,18 +440,26 @@ class RoleAwarePolicy:
         if now - self._slack_at > self.stale_s:
             self.refresh(now)
         urgent = self._urgent(now)
-        budget = self._budget(now)
+        budget, hard_budget = self._budget(now), self._hard_budget(now)
         for r in self._preferred():
             if accept is not None and not accept(r):
                 continue
-            # serve the preferred request only if every deadline still in the deadline
-            # order stays feasible (under overload, `refresh` deferred the lowest weights)
-            if urgent is None or r is urgent or r.est_cost_s <= budget:
+            # serve the preferred request only if every due time still in the order stays
+            # feasible (under overload, `refresh` deferred the lowest weights), and every
+            # deadline
+            if (urgent is None or r is urgent or r.est_cost_s <= budget) and self._fits_deadlines(
+                r, hard_budget
+            ):
                 self._slack += r.est_cost_s if r is urgent else -r.est_cost_s
                 return self._take(r)
             break
+        if urgent is not None and not self._fits_deadlines(urgent, hard_budget):
+            hard = self._next_hard()  # the due order would push a deadline past: deadline order
+            if hard is not None and (accept is None or accept(hard)):
+                self._slack -= hard.est_cost_s
+                return self._take(hard)
         if urgent is not None and (accept is None or accept(urgent)):
-            # NB: the time it takes is no longer work ahead of the later deadlines, so their
+            # NB: the time it takes is no longer work ahead of the later due times, so their
             # slack does not shrink by it (the budget counts elapsed time as lost)
             self._slack += urgent.est_cost_s
             return self._take(urgent)
@@ -378,6 +469,9 @@ class RoleAwarePolicy:
         return self._take(mate) if mate is not None else None
 
     def _take(self, r: Request) -> Request:
+        slot = self._e.slots.get(r.id)
+        if slot is not None:  # as for the due times: counted work comes back, other work is lost
+            self._hard_slack += r.est_cost_s if slot.crit == self._scan else -r.est_cost_s
         self._work = max(0.0, self._work - r.est_cost_s)
         self._run = self._run + 1 if r.role == self.last_role else 0
         self.last_role, self.last_deadline_s = r.role, r.deadline_s

@@ -244,7 +244,7 @@ def _client_queue(config: PolicyConfig) -> tuple[dict[str, float], dict[str, flo
 LEADS = [str(k) for k in range(3, 20, 4)]
 
 
-def test_weights_reorder_client_requests_only_within_the_fifo_tolerance() -> None:
+def test_client_requests_are_answered_within_the_tolerance_but_for_the_leads_share() -> None:
     # the lead is due at 30% of its arrival-order wait, every other request at 135%: each
     # other request is answered by then, but for the lead's lines queued behind it that
     # go ahead of it (the lead's priority), and every one is served
@@ -364,7 +364,7 @@ def test_the_deadline_order_stays_whole_under_any_sequence(ops: list[tuple[str, 
     # the live part stays sorted, and every request queued comes out exactly once
     clock = ManualClock()
     p = RoleAwarePolicy(weights={"LEAD": 10, "EXTRA": 1})
-    p.service_s = lambda r: 0.05
+    p.service_s = lambda r: 0.3  # NB: long enough that scans defer (hold) requests
     queued, served = set(), []
     for op, x in ops:
         if op == "push":
@@ -377,7 +377,8 @@ def test_the_deadline_order_stays_whole_under_any_sequence(ops: list[tuple[str, 
             p.refresh(clock())
         elif op == "wait":
             clock.advance((x % 50) / 100)
-        live = [e for e in p._edf if e[2].r is not None and not p._lost(e[2].r, clock()) and not e[2].held]
+        now = clock()
+        live = [e for e in p._edf if e[2].r is not None and not p._lost(e[2].r, now) and e[2].held != p._scan]
         urgent = p._urgent(clock())
         assert urgent is (min(live)[2].r if live else None)
         assert p._edf[p._lo :] == sorted(p._edf[p._lo :])
@@ -389,3 +390,71 @@ def test_the_deadline_order_stays_whole_under_any_sequence(ops: list[tuple[str, 
         queued.discard(r.text)
     assert not queued
     assert len(served) == len(set(served))
+
+
+def test_a_shows_line_is_not_judged_behind_client_requests_only_due_sooner() -> None:
+    # one weight for both (everyone the lead): the clients' requests are due early (30% of
+    # their arrival-order wait) but their deadlines are far; the show's line has a cue at
+    # 2 s that earliest-deadline-first meets. Due times are not deadlines: it must not be
+    # taken for lost and set aside.
+    clock = ManualClock()
+    p = RoleAwarePolicy(weights={"A": 10, "B": 10})
+    p.service_s = lambda r: 0.3
+    t0 = clock()
+    for k in range(10):
+        r = req("A", f"a{k}", deadline=t0 + 10)
+        r.give_up_s = 5.0
+        _push(p, clock, r)
+    _push(p, clock, req("B", "cue", deadline=t0 + 2.0))
+    done = {}
+    while (r := p.pop(clock())) is not None:
+        clock.advance(0.3)
+        done[r.text] = clock() - t0
+        p.refresh(clock())
+    assert done["cue"] <= 2.0
+    assert len(done) == 11
+
+
+def _held_between_scans() -> tuple[RoleAwarePolicy, ManualClock]:
+    """A lead line whose deadline needs room, ahead of it two light client requests due
+    sooner: the scan holds the light ones (the reserve) so the lead may go first."""
+    clock = ManualClock()
+    p = RoleAwarePolicy(
+        PolicyConfig(overload_reserve=0.5, lead_fifo_share=1.35), weights={"LEAD": 10, "EXTRA": 1}
+    )
+    p.service_s = p.latency_s = lambda r: 0.2
+    t = clock()
+    for k in range(2):
+        r = req("EXTRA", f"extra-{k}", deadline=t + 0.45 + 0.2 * k)
+        r.give_up_s = 5.0
+        _push(p, clock, r)
+    lead = req("LEAD", "lead", deadline=t + 0.7)
+    lead.give_up_s = 5.0
+    _push(p, clock, lead)
+    p.refresh(clock())
+    return p, clock
+
+
+def test_a_held_request_waits_between_scans_and_is_judged_again_at_the_next() -> None:
+    p, clock = _held_between_scans()
+    held = [e[2].r.text for e in p._edf if e[2].r is not None and e[2].held == p._scan]
+    assert held  # the scan deferred a light request: it stays in the order, held
+    urgent = p._urgent(clock())
+    assert urgent is not None and urgent.text not in held  # the earliest due passes over it
+    r = p.pop(clock())
+    assert r is not None and r.text == "lead"  # the lead, not the held one due sooner
+    # the next scan judges the held ones again: nothing needs the room any more
+    p.refresh(clock())
+    assert all(e[2].held != p._scan for e in p._edf if e[2].r is not None)
+    rest = _drain(p, clock)
+    assert sorted(rest) == ["extra-0", "extra-1"]
+
+
+def test_a_request_held_until_its_deadline_passed_leaves_the_order() -> None:
+    p, clock = _held_between_scans()
+    held = {e[2].r.text for e in p._edf if e[2].r is not None and e[2].held == p._scan}
+    clock.advance(1.0)  # the overload lasted: the held requests' deadlines passed, still held
+    p.refresh(clock())
+    left = {e[2].r.text for e in p._edf if e[2].r is not None}
+    assert held and not (held & left)  # gone from the order: they go by weight now
+    assert "lead" in left  # a late request never held keeps its place until its client gives up
