@@ -294,9 +294,10 @@ class RoleAwarePolicy:
 
     def _critical(self, late: list[_Entry], judged: list[tuple[float, int, _Entry]], deferred: set[int],
                   now: float) -> None:  # fmt: skip
-        """The least spare time over the kept lines' deadlines (`judged` is in deadline
-        order, behind the `late` ones a client still waits for: they go first), and the
-        lines that must go before the one that has it."""
+        """The least spare time over the kept lines' deadlines (taken in deadline order,
+        behind the `late` ones a client still waits for: they go first), and the lines that
+        must go before the one that has it."""
+        judged = sorted(judged)  # NB: (deadline, seq): seq is unique
         hard, upto = float("inf"), -1
         work = 0.0
         for e in late:
@@ -337,37 +338,60 @@ class RoleAwarePolicy:
         return self._next_hard() is None  # the lines it was counted over have all gone
 
     def _overloaded(self, judged: list[tuple[float, int, _Entry]], now: float) -> set[int]:
-        """Which of these (live, deadline not yet passed) to defer so that every other
-        deadline is met with `overload_reserve` of its remaining time spare, taken in
-        deadline order: the lightest first (the longest, then the oldest, among equals),
-        and only lighter than the line that needs the room; a line that cannot be met even
-        so is itself deferred (among equals the latest deadline, never the head of the line).
-        Judged in deadline order whatever the due order: a client's request due early (the
-        lead's share, the arrival-order bound) must not make a later deadline look lost."""
-        judged.sort()  # NB: (deadline, seq): seq is unique; nearly sorted already
+        """Which of these (live, deadline not yet passed; in due order) to defer so that
+        every other deadline is met with `overload_reserve` of its remaining time spare: the
+        lightest first (the longest, then the oldest, among equals), and only lighter than
+        the line that needs the room; a line that cannot be met even so is itself deferred
+        (among equals the latest due, never the head of the line). Scanned in due order, so
+        the reserve makes room for what is due first (the lead's share); a show's line (due
+        at its deadline) counts ahead of it only the work due by its own deadline, so that
+        client requests due early but with later deadlines never make its cue look lost
+        (the deadline guard serves it in time)."""
         victims: list[tuple[float, float, int, _Entry]] = []
         deferred: set[int] = set()
         work = 0.0
+        clients: list[tuple[float, int, float]] = []  # (deadline, seq, cost) of client requests scanned
+        client_work = client_due = 0.0  # their work; of it, what is due by the last show line's cue
+        counted: set[int] = set()  # the client requests in `client_due`
         for d, seq, entry in judged:
             slot = entry[2]
             r = slot.r
             assert r is not None
             cost, lat = r.est_cost_s, r.est_latency_s
             work += cost
+            show = not math.isfinite(r.give_up_s)
+            if show:
+                while clients and clients[0][0] <= d:
+                    _, c_seq, c_cost = heapq.heappop(clients)
+                    if c_seq not in deferred:
+                        client_due += c_cost
+                        counted.add(c_seq)
+            else:
+                heapq.heappush(clients, (d, seq, cost))
+                client_work += cost
             heapq.heappush(victims, (slot.weight, -cost, seq, entry))
             # its audio arrives a batch latency after its share of the work is done
             spare = self.config.overload_reserve * (d - now)
-            while d - now - work - (lat - cost) < spare and victims:
+            while victims:
+                ahead = work - (client_work - client_due) if show else work
+                if d - now - ahead - (lat - cost) >= spare:
+                    break
                 if victims[0][0] >= slot.weight:  # nothing lighter than this line is left
-                    if d - now - work - (lat - cost) < 0:
-                        deferred.add(seq)  # it cannot be met: the latest deadline of its weight
+                    if d - now - ahead - (lat - cost) < 0:
+                        deferred.add(seq)  # it cannot be met: among equals the latest due
                         work -= cost
+                        if not show:
+                            client_work -= cost
                     break  # the reserve defers only lower weights than the line it makes room for
-                _, neg_cost, victim_seq, _ = heapq.heappop(victims)
+                _, neg_cost, victim_seq, victim = heapq.heappop(victims)
                 if victim_seq in deferred:
                     continue
                 deferred.add(victim_seq)
                 work += neg_cost
+                if victim[2].r is not None and math.isfinite(victim[2].r.give_up_s):
+                    client_work += neg_cost
+                    if victim_seq in counted:
+                        client_due += neg_cost
                 if victim_seq == seq:
                     break
         return deferred
