@@ -44,8 +44,9 @@ class PolicyConfig:
     fifo_tolerance: float = 0.35
     """The weights may reorder only while no queued line is answered later than
     `(1 + fifo_tolerance)` times the wait arrival order would have given it (estimated when it
-    was queued), plus `fifo_grace_s`; its deadline bounds it too. 0 is arrival order
-    whenever anything waits; inf lets the weights defer a line up to its deadline."""
+    was queued), plus `fifo_grace_s`; its deadline bounds it too. 0 is arrival order among
+    all but the lead whenever anything waits (with `lead_fifo_share` 1, for all); inf lets
+    the weights defer a line up to its deadline."""
     fifo_grace_s: float = 0.05
     lead_fifo_share: float = 0.3
     """The lead's client requests (the role of the highest weight) are due at this share of
