@@ -83,8 +83,9 @@ class RoleAwarePolicy:
         self._lo = 0
         """Where the deadline order's live part starts: the entries before it have left (a
         decision moves this on instead of shifting the whole list; the tick's scan drops them)."""
-        self._first = 0
-        """No entry before this index can be the earliest due (gone, or held by this scan)."""
+        self._held: list[_Entry] = []
+        """Client requests the last scan deferred, in due order, out of `_edf` until the next
+        scan puts them back in their places and judges them again."""
         self._scan = 0
         """Scans so far: a slot whose `held` is this number was deferred by the last one."""
         self._hard: list[_Entry] = []
@@ -143,8 +144,6 @@ class RoleAwarePolicy:
         else:
             at = bisect.bisect_right(edf, entry, lo)
             edf.insert(at, entry)
-        if at <= self._first:
-            self._first = at
         # `weight + age_rate * (now - t_enqueued)` ranks like this key, fixed at arrival
         heapq.heappush(self._prio, (self.config.age_rate_per_s * r.t_enqueued - weight, slot.seq, slot))
         heapq.heappush(self._by_role.setdefault(r.role, []), (r.deadline_s, slot.seq, slot))
@@ -225,7 +224,8 @@ class RoleAwarePolicy:
         then meets every deadline in it, the lead's included, and the deferred are served by
         weight when the slack allows. A show's deferred line leaves the due order for good
         (it will be late whatever happens; it goes by weight). A client's deferred request
-        is only held for this scan: it keeps its place and the next scan judges it again, so
+        is only held for this scan: out of the due order until the next scan puts it back in
+        its place and judges it again, so
         a passing overload (or an estimate that ran high for a moment) does not leave it
         behind until it is shed; one still held when its deadline passes (an overload that
         lasted) leaves the order too."""
@@ -237,6 +237,13 @@ class RoleAwarePolicy:
         if self._lo:
             del edf[: self._lo]
             self._lo = 0
+        held = [e for e in self._held if e[2].r is not None]
+        self._held = []
+        if len(held) <= 32:
+            for e in held:
+                bisect.insort(edf, e)
+        else:
+            edf[:] = list(heapq.merge(edf, held))  # NB: both in due order
         last_scan = self._scan
         self._scan += 1
         seen: list[_Entry] = []  # in due order
@@ -274,14 +281,13 @@ class RoleAwarePolicy:
                 if not math.isfinite(e[2].r.give_up_s):  # type: ignore[union-attr]
                     continue  # a show's line leaves the due order
                 e[2].held = scan
+                self._held.append(e)  # out of the order until the next scan (still in `_prio`)
+                continue
             keep.append(e)
-        edf[: k + 1] = keep  # garbage, lost and deferred show lines leave the due order
-        self._first = 0
+        edf[: k + 1] = keep  # garbage, lost and deferred lines leave the due order
         slack, work = float("inf"), 0.0
         role_slack: dict[str, float] = {}
         for d, _, slot in keep:
-            if slot.held == scan:
-                continue
             r = slot.r
             assert r is not None
             work += r.est_cost_s
@@ -416,17 +422,9 @@ class RoleAwarePolicy:
         self._lo = n
 
     def _urgent(self, now: float) -> Request | None:
-        """The earliest deadline that can still be met (not held by the last scan)."""
+        """The earliest due that can still be met (the last scan's held requests are out)."""
         self._drop_front(now)
-        edf, scan = self._edf, self._scan
-        i = max(self._lo, self._first)
-        while i < len(edf):
-            slot = edf[i][2]
-            if slot.r is not None and slot.held != scan:
-                break
-            i += 1  # NB: held or gone until the next scan: no later decision looks at it again
-        self._first = i
-        return edf[i][2].r if i < len(edf) else None
+        return self._edf[self._lo][2].r if self._lo < len(self._edf) else None
 
     def _budget(self, now: float) -> float:
         return self._slack - (now - self._slack_at)
