@@ -220,15 +220,15 @@ class RoleAwarePolicy:
 
         When the deadlines cannot all be met (overload), the lowest-weight requests (the
         longest first among equals) are deferred until the rest can (Moore and Hodgson's
-        rule, weighted, judged in deadline order): earliest-due-first over what is left
-        then meets every deadline in it, the lead's included, and the deferred are served by
-        weight when the slack allows. A show's deferred line leaves the due order for good
-        (it will be late whatever happens; it goes by weight). A client's deferred request
-        is only held for this scan: out of the due order until the next scan puts it back in
-        its place and judges it again, so
-        a passing overload (or an estimate that ran high for a moment) does not leave it
-        behind until it is shed; one still held when its deadline passes (an overload that
-        lasted) leaves the order too."""
+        rule, weighted, scanned in due order: see `_overloaded`): earliest-due-first over
+        what is left then meets every deadline in it, the lead's included, and the deferred
+        are served by weight when the slack allows. A show's deferred line leaves the due
+        order for good (it will be late whatever happens; it goes by weight). A client's
+        deferred request is only held for this scan: out of the due order until the next
+        scan puts it back in its place and judges it again, so a passing overload (or an
+        estimate that ran high for a moment) does not leave it behind until it is shed; one
+        still held when its deadline passes (an overload that lasted) leaves the order too.
+        `_critical` then finds what the deadlines (not the due times) allow."""
         if self._costs.out_of_range:
             self.reindex()  # the deadline index needs a new base (a server up for hours)
         self._compact()
@@ -249,8 +249,7 @@ class RoleAwarePolicy:
         seen: list[_Entry] = []  # in due order
         judged: list[tuple[float, int, _Entry]] = []  # (deadline, seq, entry)
         n_kept = 0
-        overdue: set[int] = set()
-        late: list[_Entry] = []  # the overdue, in due order
+        late: list[_Entry] = []  # past their deadline, a client still waiting: in due order
         k = 0
         for k, entry in enumerate(edf):
             if n_kept >= self.scan_limit:
@@ -266,7 +265,6 @@ class RoleAwarePolicy:
                 # a client still waits for it: it stays in due order, unless it was held
                 # until its deadline passed (an overload that lasted: it goes by weight)
                 if slot.held != last_scan and not self._lost(r, now):
-                    overdue.add(entry[1])
                     seen.append(entry)
                     late.append(entry)
                 continue  # its deadline cannot be met any more: no room is made for it
@@ -469,9 +467,8 @@ class RoleAwarePolicy:
             # serve the preferred request only if every due time still in the order stays
             # feasible (under overload, `refresh` deferred the lowest weights), and every
             # deadline
-            if (urgent is None or r is urgent or r.est_cost_s <= budget) and self._fits_deadlines(
-                r, hard_budget
-            ):
+            on_time = urgent is None or r is urgent or r.est_cost_s <= budget
+            if on_time and self._fits_deadlines(r, hard_budget):
                 self._slack += r.est_cost_s if r is urgent else -r.est_cost_s
                 return self._take(r)
             break
