@@ -11,7 +11,7 @@ deadlines. Two backends:
 Deadlines are scaled to each backend's measured serial capacity so that the load is tight
 (total work about 1.3x the time available), the regime where policy matters.
 
-    python benchmarks/bench_scheduler_ab.py [--repeats 3]
+    python benchmarks/bench_scheduler_ab.py [--repeats 5]
 """
 
 from __future__ import annotations
@@ -105,8 +105,8 @@ def run(policy: str, backend: Backend, load: list[tuple[str, str, float]],
         with contextlib.suppress(Overloaded):  # refused: counted as a miss below
             admitted.append(sched.submit(r))
     while any(r.state in (State.QUEUED, State.DISPATCHED) for r in admitted):
+        sched.wake.wait(0.05)  # NB: before the tick, so the loop ends with the last completion
         sched.tick()
-        sched.wake.wait(0.05)
     wall = time.monotonic() - t0
     served = [r for r in admitted if r.state is State.DONE]
     lat = np.array([r.t_done - r.t_enqueued for r in served]) * 1000
@@ -119,7 +119,7 @@ def run(policy: str, backend: Backend, load: list[tuple[str, str, float]],
         "lead_p50_ms": float(np.percentile(lead, 50)), "lead_p95_ms": float(np.percentile(lead, 95)),
         "misses": len(missed), "lead_misses": sum(r.role == "LEAD" for r in missed),
         "throughput_rps": len(served) / wall,
-        "utilisation": busy[0] / (wall * backend.slots),
+        "utilisation": busy[0] / (wall * backend.workers),
         "mean_batch": sched.stats.mean_batch,
     }  # fmt: skip
 
@@ -147,7 +147,7 @@ def capacity_s(backend: Backend, load: list[tuple[str, str, float]]) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument(
         "--tightness",
         type=float,
@@ -177,7 +177,8 @@ def main() -> None:
             per_policy: dict[str, list[dict[str, float | str]]] = {"fifo": [], "role_aware": []}
             for rep in range(args.repeats):
                 load = make_load(rep + 1, span)
-                for policy in ("fifo", "role_aware"):  # same load, same run, both policies
+                order = ("fifo", "role_aware") if rep % 2 == 0 else ("role_aware", "fifo")  # no order bias
+                for policy in order:  # same load, same run, both policies
                     per_policy[policy].append(run(policy, backend, load, args.give_up * span))
             for policy, results in per_policy.items():
                 med = {k: statistics.median([float(r[k]) for r in results]) for k in results[0]

@@ -50,7 +50,8 @@ class PolicyConfig:
     fifo_grace_s: float = 0.05
     lead_fifo_share: float = 0.3
     """The lead's client requests (the role of the highest weight) are due at this share of
-    the wait arrival order would give them (plus `fifo_grace_s`): the deadline order itself
+    the wait arrival order would give them (without the others' grace, which allows
+    lateness where this share promises earliness): the deadline order itself
     puts the lead ahead, where the others' tolerance alone would let it wait its turn
     whenever the others have no slack to spare. Among requests of one weight (everyone the
     lead) it changes nothing: the order of their due times is their arrival order."""

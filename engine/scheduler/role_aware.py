@@ -154,17 +154,16 @@ class RoleAwarePolicy:
         """When `r` must be answered for the weights to reorder around it: its deadline; for a
         request a client is waiting on (a finite `give_up_s`), sooner: `fifo_tolerance` past
         the wait arrival order would give it (the work queued on this backend now, then its
-        own latency). A show's line is due at its cue, however early it was queued. Taken
-        before `r` is charged."""
+        own latency), plus `fifo_grace_s`; the lead's, `lead_fifo_share` of that wait (no
+        grace: the grace allows lateness, the lead's share promises earliness). A show's line
+        is due at its cue, however early it was queued. Taken before `r` is charged."""
         if not math.isfinite(r.give_up_s):
             return r.deadline_s
         fifo_s = self._e.total + r.est_latency_s
         if role_weight >= self._lead_weight:
             self._lead_weight = role_weight
-            share = self.config.lead_fifo_share
-        else:
-            share = 1.0 + self.config.fifo_tolerance
-        return min(r.deadline_s, now + share * fifo_s + self.config.fifo_grace_s)
+            return min(r.deadline_s, now + self.config.lead_fifo_share * fifo_s)
+        return min(r.deadline_s, now + (1.0 + self.config.fifo_tolerance) * fifo_s + self.config.fifo_grace_s)
 
     def admit(self, r: Request, now: float) -> float:
         """0 when `r` can finish by its give-up time behind the work that would go before it

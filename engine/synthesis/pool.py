@@ -32,7 +32,7 @@ WORKER_NICENESS = 5
 _POLL_S = 0.25
 """How often a waiting feeder looks at the pool's closing flag."""
 
-_Job = tuple[Future[Mono], str, Voice]
+_Job = tuple[Future[Mono], str, Voice, Callable[[], None] | None]
 
 
 def _warm(niceness: int = WORKER_NICENESS) -> None:
@@ -184,9 +184,11 @@ class EspeakPool:
                 if job is not None and job[0].set_running_or_notify_cancel():
                     job[0].set_exception(SynthesisError("the espeak-ng pool was closed"))
                 break
-            future, text, voice = job
+            future, text, voice, started = job
             if not future.set_running_or_notify_cancel():
                 continue
+            if started is not None:
+                started()
             try:
                 future.set_result(worker.run(text, voice))
             except SynthesisError as exc:
@@ -206,14 +208,15 @@ class EspeakPool:
     def busy_pids(self) -> list[int]:
         return [w.proc.pid for w in self._workers if w.busy and w.proc is not None]
 
-    def submit(self, text: str, voice: Voice) -> Future[Mono]:
-        """Start one synthesis; the future raises `SynthesisError` on failure. The lexicon is
-        applied here, where the open project's entries are known (workers know only the user's)."""
+    def submit(self, text: str, voice: Voice, started: Callable[[], None] | None = None) -> Future[Mono]:
+        """Queue one synthesis for the next free worker (`started` is called as one takes
+        it); the future raises `SynthesisError` on failure. The lexicon is applied here, where
+        the open project's entries are known (workers know only the user's)."""
         future: Future[Mono] = Future()
         if self.closing:
             future.set_exception(SynthesisError("the espeak-ng pool is closed"))
         else:
-            self._jobs.put((future, prepare(text), voice))
+            self._jobs.put((future, prepare(text), voice, started))
         return future
 
     @staticmethod

@@ -1,0 +1,80 @@
+"""A process pool is handed a line per worker beyond the lines it is voicing, so a worker
+that finishes starts its next line without waiting for the engine thread; its lines' time
+(what speed and cost are learnt from) still starts when a worker takes them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from engine.core.types import Voice
+from engine.scheduler import Backend, Request, RequestClass, Scheduler, State
+from engine.synthesis.pool import EspeakPool
+
+LINE = "the harbour lights burned low while we waited for word from the ship that never came home"
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[EspeakPool]:
+    p = EspeakPool(2)
+    p.synthesize([])
+    yield p
+    p.close()
+
+
+def _submit(sched: Scheduler, n: int) -> list[Request]:
+    now = sched.clock()
+    lines = [Request("A", f"{LINE} {k}.", Voice(), now + 60, RequestClass.SCRIPTED) for k in range(n)]
+    return [sched.submit(r) for r in lines]
+
+
+def test_workers_go_on_to_the_queued_lines_without_a_tick(pool: EspeakPool) -> None:
+    backend = Backend(pool)
+    assert (backend.workers, backend.queue_ahead, backend.slots) == (2, 2, 4)
+    sched = Scheduler({"espeak": backend})
+    reqs = _submit(sched, 6)
+    sched.tick()  # one decision round: two lines start, two wait in the pool's queue
+    assert [r.state for r in reqs].count(State.DISPATCHED) == 4
+    limit = time.monotonic() + 30
+    while len(sched._completed) < 4:  # no tick meanwhile: the engine thread is "busy"
+        assert time.monotonic() < limit, "the queued lines were not voiced without the engine"
+        time.sleep(0.005)
+    batches = list(sched._completed)
+    first_done = min(b.t_end for b in batches[:2])
+    for b in batches:
+        assert b.t_end > b.t_start >= b.requests[0].t_dispatched
+    # the queued lines' time starts when a worker takes them, not when they were handed over
+    assert sorted(b.t_start for b in batches)[2] >= first_done - 0.005
+    ended: list[Request] = []
+    while len(ended) < 6:
+        assert time.monotonic() < limit
+        ended += sched.tick()
+        sched.wake.wait(0.02)
+    assert all(r.state is State.DONE and r.audio is not None and len(r.audio) for r in reqs)
+
+
+def test_without_queue_ahead_only_the_workers_lines_are_handed_over(pool: EspeakPool) -> None:
+    sched = Scheduler({"espeak": Backend(pool, queue_ahead=0)})
+    reqs = _submit(sched, 6)
+    sched.tick()
+    assert [r.state for r in reqs].count(State.DISPATCHED) == 2
+    limit = time.monotonic() + 30
+    while any(r.state is not State.DONE for r in reqs):
+        assert time.monotonic() < limit
+        sched.tick()
+        sched.wake.wait(0.02)
+
+
+def test_cost_is_shared_by_the_workers_not_the_queue_slots(pool: EspeakPool) -> None:
+    backend = Backend(pool)
+    sched = Scheduler({"espeak": backend})
+    reqs = _submit(sched, 12)
+    limit = time.monotonic() + 60
+    while any(r.state is not State.DONE for r in reqs):
+        assert time.monotonic() < limit
+        sched.tick()
+        sched.wake.wait(0.02)
+    # a line's cost to the backend: its own time (per spoken second) over the two workers
+    assert backend.cost_per_audio_s == pytest.approx(backend.rtf / 2, rel=1e-6)  # not over the 4 slots
