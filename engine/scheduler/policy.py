@@ -54,7 +54,7 @@ class PolicyConfig:
     lateness where this share promises earliness): the deadline order itself
     puts the lead ahead, where the others' tolerance alone would let it wait its turn
     whenever the others have no slack to spare. Among requests of one weight (everyone the
-    lead) it changes nothing: the order of their due times is their arrival order."""
+    lead) it changes nothing: their due times are kept in their arrival order."""
 
 
 class Policy(Protocol):

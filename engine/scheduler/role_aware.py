@@ -83,6 +83,9 @@ class RoleAwarePolicy:
         self._lo = 0
         """Where the deadline order's live part starts: the entries before it have left (a
         decision moves this on instead of shifting the whole list; the tick's scan drops them)."""
+        self._last_due = [-math.inf, -math.inf]
+        """The latest due time (before its deadline bounds it) given to a client's request so
+        far, the others' and the lead's: the next one of the same kind is due no sooner."""
         self._held: list[_Entry] = []
         """Client requests the last scan deferred, in due order, out of `_edf` until the next
         scan puts them back in their places and judges them again."""
@@ -160,10 +163,22 @@ class RoleAwarePolicy:
         if not math.isfinite(r.give_up_s):
             return r.deadline_s
         fifo_s = self._e.total + r.est_latency_s
-        if role_weight >= self._lead_weight:
+        lead = role_weight >= self._lead_weight
+        if lead:
             self._lead_weight = role_weight
-            return min(r.deadline_s, now + self.config.lead_fifo_share * fifo_s)
-        return min(r.deadline_s, now + (1.0 + self.config.fifo_tolerance) * fifo_s + self.config.fifo_grace_s)
+            due = now + self.config.lead_fifo_share * fifo_s
+        else:
+            due = now + (1.0 + self.config.fifo_tolerance) * fifo_s + self.config.fifo_grace_s
+        # among requests due alike, arrival order: a queue that drained a little between two
+        # arrivals must not put the later one first (the lead's share shrinks the queue's
+        # weight in its due time, so its due times crossed whenever the queue shrank faster
+        # than 1 / share times the time between arrivals)
+        last = self._last_due[lead]
+        if due < last:
+            due = last
+        else:
+            self._last_due[lead] = due
+        return min(r.deadline_s, due)
 
     def admit(self, r: Request, now: float) -> float:
         """0 when `r` can finish by its give-up time behind the work that would go before it

@@ -459,3 +459,25 @@ def test_a_request_held_until_its_deadline_passed_leaves_the_order() -> None:
     left = {e[2].r.text for e in [*p._edf, *p._held] if e[2].r is not None}
     assert held and not (held & left)  # gone from the order: they go by weight now
     assert "lead" in left  # a late request never held keeps its place until its client gives up
+
+
+def test_client_requests_of_one_kind_are_due_in_arrival_order_however_the_queue_moves() -> None:
+    # a request queued behind nine others, which then leave at once (dispatched in a batch,
+    # or their clients gone): the next arrival waits less in arrival order, but it must not
+    # be due before the one that came first (the lead's share, 30% of the wait, made the
+    # later one due sooner whenever the queue shrank faster than 3.3x the time between)
+    clock = ManualClock()
+    p = RoleAwarePolicy(weights={"LEAD": 10, "EXTRA": 1})
+    p.service_s = p.latency_s = lambda r: 0.1
+    ahead = [req("LEAD", f"ahead {k}", deadline=clock() + 10) for k in range(9)]
+    first, second = req("LEAD", "first", deadline=clock() + 10), req("LEAD", "second", deadline=clock() + 10)
+    for r in [*ahead, first, second]:
+        r.give_up_s = 5.0
+    _push(p, clock, *ahead, first)
+    for r in ahead:
+        p.discard(r)
+    clock.advance(0.01)
+    _push(p, clock, second)
+    p.refresh(clock())
+    served = [p.pop(clock()), p.pop(clock())]
+    assert [r.text for r in served if r is not None] == ["first", "second"]
