@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
+from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ, Voice
 from engine.scheduler.request import Clock, Request, monotonic
 from engine.synthesis.base import Mono, Synthesizer, SynthRequest
@@ -79,6 +80,8 @@ class Backend:
             None if pooled else ThreadPoolExecutor(self.workers, thread_name_prefix=f"troupe-{self.name}")
         )
         self._lock = threading.Lock()
+        self._waiting: dict[int, Future[Mono]] = {}
+        """A pool's lines handed over but not yet taken by a worker, by request id (`withdraw`)."""
 
     @property
     def free_slots(self) -> int:
@@ -135,6 +138,8 @@ class Backend:
         self.inflight += 1
         sreqs = [SynthRequest(r.text, self.voice_for(r), r.id, r.role) for r in requests]
 
+        rid = requests[0].id
+
         def finish(fut: Future[list[Mono]]) -> None:
             batch.t_end = self.clock()
             try:
@@ -147,8 +152,12 @@ class Backend:
 
             def started() -> None:  # on a worker, out of the pool's queue: its time starts now
                 batch.t_start = self.clock()
+                self._waiting.pop(rid, None)
 
             pool_future = self.synth.submit(sreqs[0].text, sreqs[0].voice, started)  # type: ignore[attr-defined]
+            self._waiting[rid] = pool_future
+            if pool_future.running() or pool_future.done():
+                self._waiting.pop(rid, None)  # taken (or ended) before it was recorded
             wrapped: Future[list[Mono]] = Future()
             pool_future.add_done_callback(lambda f: _chain(f, wrapped))
             wrapped.add_done_callback(finish)
@@ -163,6 +172,13 @@ class Backend:
         if self.name == "espeak" and r.voice.backend != "espeak":
             return stand_in(r.voice)
         return r.voice
+
+    def withdraw(self, r: Request) -> bool:
+        """Take back a dispatched line no worker has taken yet (its client left): it is never
+        voiced, and its batch ends with an error that the scheduler ignores for a cancelled
+        request. False once a worker has it (its audio is dropped when it comes back)."""
+        fut = self._waiting.pop(r.id, None)
+        return fut is not None and fut.cancel()
 
     def release(self) -> None:
         self.inflight -= 1
@@ -206,6 +222,9 @@ def neural_voice_ids(backends: Mapping[str, Backend]) -> list[str]:
 
 
 def _chain(src: Future[Mono], dst: Future[list[Mono]]) -> None:
+    if src.cancelled():
+        dst.set_exception(SynthesisError("withdrawn before a worker took it"))
+        return
     exc = src.exception()
     if exc is not None:
         dst.set_exception(exc)

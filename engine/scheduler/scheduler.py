@@ -185,13 +185,18 @@ class Scheduler:
 
     def cancel_requests(self, requests: Iterable[Request]) -> int:
         """Withdraw these requests (a client left, a re-take, a Stop): queued ones leave the
-        queue, in-flight ones have their audio dropped when it comes back. O(k)."""
+        queue, a line handed to a pool that no worker has taken yet is taken back, and the
+        audio of one being voiced is dropped when it comes back. O(k)."""
         n = 0
         with self._lock:
             for r in requests:
                 if r.state is State.QUEUED:
                     self.policy.discard(r)
-                elif r.state is not State.DISPATCHED:
+                elif r.state is State.DISPATCHED:
+                    backend = self.backends.get(r.backend)
+                    if backend is not None:
+                        backend.withdraw(r)  # not voiced at all if no worker has it yet
+                else:
                     continue  # already ended
                 r.state = State.CANCELLED
                 n += 1

@@ -11,6 +11,7 @@ import pytest
 
 from engine.core.types import Voice
 from engine.scheduler import Backend, Request, RequestClass, Scheduler, State
+from engine.scheduler.backend import Batch
 from engine.synthesis.pool import EspeakPool
 
 LINE = "the harbour lights burned low while we waited for word from the ship that never came home"
@@ -78,3 +79,28 @@ def test_cost_is_shared_by_the_workers_not_the_queue_slots(pool: EspeakPool) -> 
         sched.wake.wait(0.02)
     # a line's cost to the backend: its own time (per spoken second) over the two workers
     assert backend.cost_per_audio_s == pytest.approx(backend.rtf / 2, rel=1e-6)  # not over the 4 slots
+
+
+def test_a_line_waiting_in_the_pool_for_a_client_that_left_is_never_voiced(pool: EspeakPool) -> None:
+    sched = Scheduler({"espeak": Backend(pool)})
+    now = sched.clock()
+    long = " ".join([LINE] * 6) + "."  # the workers stay busy with the first two meanwhile
+    reqs = [
+        sched.submit(Request("A", f"{long} {k}", Voice(), now + 60, RequestClass.SCRIPTED)) for k in range(4)
+    ]
+    batches: list[Batch] = []
+    sched.on_batch = batches.append
+    sched.tick()  # two lines on the workers, two waiting in the pool's queue
+    assert sched.cancel_requests(reqs[2:]) == 2
+    limit = time.monotonic() + 30
+    while len(batches) < 4:
+        assert time.monotonic() < limit
+        sched.tick()
+        sched.wake.wait(0.02)
+    by_request = {b.requests[0].id: b for b in batches}
+    for r in reqs[:2]:
+        assert r.state is State.DONE and by_request[r.id].results is not None
+    for r in reqs[2:]:  # taken back: no worker voiced it, and it is not retried
+        assert r.state is State.CANCELLED
+        assert by_request[r.id].results is None and "withdrawn" in str(by_request[r.id].error)
+    assert sched.stats.retries == 0 and sched.idle
