@@ -16,6 +16,10 @@ from engine.synthesis.espeak import stand_in
 Completion = Callable[["Batch"], None]
 
 
+class Withdrawn(SynthesisError):
+    """A batch taken back before any worker started it (its client left)."""
+
+
 @dataclass(eq=False)
 class Batch:
     """Requests dispatched together to one backend, and what came back."""
@@ -223,7 +227,7 @@ def neural_voice_ids(backends: Mapping[str, Backend]) -> list[str]:
 
 def _chain(src: Future[Mono], dst: Future[list[Mono]]) -> None:
     if src.cancelled():
-        dst.set_exception(SynthesisError("withdrawn before a worker took it"))
+        dst.set_exception(Withdrawn("withdrawn before a worker took it"))
         return
     exc = src.exception()
     if exc is not None:

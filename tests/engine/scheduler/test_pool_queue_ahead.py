@@ -11,7 +11,7 @@ import pytest
 
 from engine.core.types import Voice
 from engine.scheduler import Backend, Request, RequestClass, Scheduler, State
-from engine.scheduler.backend import Batch
+from engine.scheduler.backend import Batch, Withdrawn
 from engine.synthesis.pool import EspeakPool
 
 LINE = "the harbour lights burned low while we waited for word from the ship that never came home"
@@ -102,5 +102,5 @@ def test_a_line_waiting_in_the_pool_for_a_client_that_left_is_never_voiced(pool:
         assert r.state is State.DONE and by_request[r.id].results is not None
     for r in reqs[2:]:  # taken back: no worker voiced it, and it is not retried
         assert r.state is State.CANCELLED
-        assert by_request[r.id].results is None and "withdrawn" in str(by_request[r.id].error)
+        assert by_request[r.id].results is None and isinstance(by_request[r.id].error, Withdrawn)
     assert sched.stats.retries == 0 and sched.idle
