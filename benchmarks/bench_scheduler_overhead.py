@@ -46,7 +46,7 @@ def _request(rng: random.Random, now: float) -> Request:
 
 
 def _queues(policy_name: str) -> PerBackend:
-    def make():  # type: ignore[no-untyped-def]
+    def make(backend: str):  # type: ignore[no-untyped-def]
         p = make_policy(policy_name)
         if isinstance(p, RoleAwarePolicy):
             p.service_s = lambda r: 0.002

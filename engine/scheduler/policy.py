@@ -242,15 +242,16 @@ def oldest_per_role(queues: dict[str, deque[_Slot]]) -> Iterator[tuple[str, Requ
 class PerBackend:
     """One policy queue per backend: a pop for espeak-ng never scans Kokoro's backlog."""
 
-    def __init__(self, make: Callable[[], Policy]) -> None:
+    def __init__(self, make: Callable[[str], Policy]) -> None:
+        """`make(backend)` makes the queue of one backend."""
         self._make = make
         self.queues: dict[str, Policy] = {}
-        self.name = make().name
+        self.name = make("").name
 
     def queue(self, backend: str) -> Policy:
         q = self.queues.get(backend)
         if q is None:
-            q = self.queues[backend] = self._make()
+            q = self.queues[backend] = self._make(backend)
         return q
 
     def push(self, r: Request) -> None:

@@ -69,6 +69,10 @@ class RoleAwarePolicy:
         """Estimated backend time a request costs (throughput-based); set by the scheduler."""
         self.latency_s: Callable[[Request], float] = lambda r: 0.0
         """Estimated time from dispatch to its audio (a whole batch, for batched backends)."""
+        self.speed: Callable[[], tuple[float, float]] | None = None
+        """Where `service_s` and `latency_s` are a backend's speed times a line's spoken
+        length (the scheduler's are): that speed, (backend seconds, latency seconds) per
+        spoken second, so that a scan renews every estimate without two calls a line."""
         self.last_role: str | None = None
         self.last_deadline_s = 0.0
         self._lead_weight = max(self.weights.values(), default=-math.inf)
@@ -265,6 +269,7 @@ class RoleAwarePolicy:
         n_kept = 0
         late: list[_Entry] = []  # past their deadline, a client still waiting: in due order
         k = 0
+        speed = self.speed() if self.speed is not None else None
         for k, entry in enumerate(edf):
             if n_kept >= self.scan_limit:
                 k -= 1
@@ -273,7 +278,15 @@ class RoleAwarePolicy:
             r = slot.r
             if r is None:
                 continue
-            cost, lat = self._estimate(r)  # NB: renewed each tick, as measured speed settles
+            # NB: estimates are renewed each scan, as measured speed settles
+            if speed is None:
+                cost, lat = self._estimate(r)
+            else:
+                audio_s = r.est_audio_s
+                cost = speed[0] * audio_s
+                lat = speed[1] * audio_s
+                if lat < cost:
+                    lat = cost
             r.est_cost_s, r.est_latency_s = cost, lat
             if r.deadline_s - now - lat < 0:
                 # a client still waits for it: it stays in due order, unless it was held
@@ -365,6 +378,17 @@ class RoleAwarePolicy:
         at its deadline) counts ahead of it only the work due by its own deadline, so that
         client requests due early but with later deadlines never make its cue look lost
         (the deadline guard serves it in time)."""
+        reserve, work = self.config.overload_reserve, 0.0
+        for d, _, entry in judged:  # first, the common case: every line fits with all before it
+            r = entry[2].r
+            assert r is not None
+            work += r.est_cost_s
+            if d - now - work - (r.est_latency_s - r.est_cost_s) < reserve * (d - now):
+                return self._defer(judged, now)
+        return set()  # (`_defer` counts no more work ahead of any line than this: it defers nothing)
+
+    def _defer(self, judged: list[tuple[float, int, _Entry]], now: float) -> set[int]:
+        """`_overloaded`'s rule itself (O(n log n))."""
         victims: list[tuple[float, float, int, _Entry]] = []
         deferred: set[int] = set()
         work = 0.0

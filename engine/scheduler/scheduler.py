@@ -103,12 +103,15 @@ class Scheduler:
         self.on_error: Callable[[Request, BaseException], None] | None = None
         """Told of an exception in a request's `on_done` (after it is logged and counted)."""
 
-    def _new_queue(self) -> Policy:
+    def _new_queue(self, backend: str) -> Policy:
         policy = make_policy(self.config.policy, self.config.policy_config)
         if isinstance(policy, RoleAwarePolicy):
             policy.reweight(self.weights)
             policy.service_s = self._cost
             policy.latency_s = self._latency
+            b = self.backends.get(backend)
+            if b is not None:  # its estimates are `cost_s` and `estimate_s`: per spoken second
+                policy.speed = lambda: (b.cost_per_audio_s * b.pace, b.rtf)
         return policy
 
     # --- any thread ----------------------------------------------------------------

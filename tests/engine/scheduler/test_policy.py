@@ -5,9 +5,18 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sched_fakes import ManualClock, req
+from sched_fakes import ManualClock, RecordingSynth, req
 
-from engine.scheduler import FifoPolicy, PolicyConfig, RequestClass, RoleAwarePolicy
+from engine.core.types import Voice
+from engine.scheduler import (
+    Backend,
+    FifoPolicy,
+    PolicyConfig,
+    Request,
+    RequestClass,
+    RoleAwarePolicy,
+    Scheduler,
+)
 from engine.scheduler.urgency import URGENCY_HORIZON_S, urgency
 
 
@@ -481,3 +490,52 @@ def test_client_requests_of_one_kind_are_due_in_arrival_order_however_the_queue_
     p.refresh(clock())
     served = [p.pop(clock()), p.pop(clock())]
     assert [r.text for r in served if r is not None] == ["first", "second"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.floats(0.01, 3.0), st.floats(0.005, 0.4), st.booleans()),
+                min_size=1, max_size=40))  # fmt: skip
+def test_the_overload_check_defers_what_the_full_rule_defers(
+    lines: list[tuple[int, float, float, bool]],
+) -> None:
+    # the scan first checks whether every line fits with all the work due before it; only
+    # if one does not does it run the rule, so the check must never skip a deferral
+    clock = ManualClock()
+    p = RoleAwarePolicy(weights={"R0": 10, "R1": 4, "R2": 1, "R3": 0.5})
+    costs: dict[str, float] = {}
+    p.service_s = lambda r: costs[r.text]
+    p.latency_s = lambda r: 2 * costs[r.text]
+    for k, (role, deadline_s, cost, client) in enumerate(lines):
+        r = req(f"R{role}", f"{k}", deadline=clock() + deadline_s)
+        r.give_up_s = 1.0 if client else float("inf")
+        costs[r.text] = cost
+        _push(p, clock, r)
+    now = clock()
+    judged = []
+    for entry in p._edf:
+        r = entry[2].r
+        assert r is not None
+        r.est_cost_s, r.est_latency_s = p._estimate(r)
+        if r.deadline_s - now - r.est_latency_s >= 0:
+            judged.append((r.deadline_s, entry[1], entry))
+    assert p._overloaded(judged, now) == p._defer(judged, now)
+
+
+def test_a_scan_renews_estimates_from_the_backends_speed_as_each_request_would() -> None:
+    # the scheduler gives each queue its backend's speed, so a scan renews every estimate
+    # with two multiplications; they must be what the per-request estimates give
+    clock = ManualClock()
+    backend = Backend(RecordingSynth("espeak"), clock=clock)
+    sched = Scheduler({"espeak": backend}, clock=clock)
+    text = "one two three four five six seven eight nine ten"
+    reqs = [Request("A", text[: 4 * k + 3], Voice(rate_wpm=140 + 10 * k), clock() + 30, RequestClass.SCRIPTED,
+                    give_up_s=5.0) for k in range(10)]  # fmt: skip
+    for r in reqs:
+        sched.submit(r)
+    backend.rtf, backend.cost_per_audio_s, backend.pace = 0.2, 0.05, 1.5  # the speed moved since they came
+    queue = sched.policy.queues["espeak"]
+    assert isinstance(queue, RoleAwarePolicy) and queue.speed is not None
+    queue.refresh(clock())
+    for r in reqs:
+        assert r.est_cost_s == pytest.approx(backend.cost_s(r))
+        assert r.est_latency_s == pytest.approx(max(backend.cost_s(r), backend.estimate_s(r)))
