@@ -11,7 +11,7 @@ deadlines. Two backends:
 Deadlines are scaled to each backend's measured serial capacity so that the load is tight
 (total work about 1.3x the time available), the regime where policy matters.
 
-    python benchmarks/bench_scheduler_ab.py [--repeats 5]
+    python benchmarks/bench_scheduler_ab.py [--repeats 7]
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def capacity_s(backend: Backend, load: list[tuple[str, str, float]]) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument(
         "--tightness",
         type=float,

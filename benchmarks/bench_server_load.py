@@ -5,7 +5,9 @@ FIFO versus role-aware back to back, repeated:
 Latency is over every answer, as ab reports it (a refusal is an answer: 503 with
 Retry-After, fast), and over the served ones; refused counts 503s; errors anything else.
 Reports the median role-aware/FIFO ratio and its spread over the repeats, and the server's
-RSS after the load against before (target <= +10% for both policies).
+RSS after the load against before (target <= +10% for both policies). Each pass also
+shows the CPU a request cost the espeak-ng workers (the same work under either policy: its
+drift between passes is the machine's) and the server process (HTTP, encoding, the engine).
 
     python benchmarks/bench_server_load.py [--requests 5000] [--concurrency 200] [--repeats 3]
 """
@@ -14,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
 import random
 import socket
 import statistics
@@ -38,6 +42,21 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU time (user + system) a process has used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/children") as f:
+            out += [int(x) for x in f.read().split()]
+    return out
 
 
 def _rss_kib(pid: int) -> int:
@@ -84,7 +103,10 @@ def run(scenario: str, policy: str, n: int, concurrency: int, processes: int, se
             httpx.put(f"{url}/v1/roles/{role}", json={"weight": weight}).raise_for_status()
         asyncio.run(load(url, _jobs(scenario, 200, seed + 1000), concurrency))  # warm-up, not counted
         rss_before = _rss_kib(proc.pid)
+        workers = _children(proc.pid)  # the espeak-ng worker processes
+        cpu_before = _cpu_s(proc.pid), sum(_cpu_s(w) for w in workers)
         answers, wall = asyncio.run(load(url, _jobs(scenario, n, seed), concurrency))
+        cpu_after = _cpu_s(proc.pid), sum(_cpu_s(w) for w in workers)
         time.sleep(1.0)  # let the engine drain what it still holds
         rss_after = _rss_kib(proc.pid)
     finally:
@@ -103,6 +125,10 @@ def run(scenario: str, policy: str, n: int, concurrency: int, processes: int, se
         "served_p95_ms": pct(served, 95), "lead_p95_ms": pct(lead, 95),
         "rss_before_mib": rss_before / 1024, "rss_after_mib": rss_after / 1024,
         "rss_growth": rss_after / rss_before - 1,
+        # the same requests cost the espeak-ng workers the same CPU under either policy: what
+        # this moves between passes is the machine (2 shared cores), not the policy
+        "worker_cpu_ms": (cpu_after[1] - cpu_before[1]) / n * 1000,
+        "server_cpu_ms": (cpu_after[0] - cpu_before[0]) / n * 1000,
     }  # fmt: skip
 
 
@@ -138,7 +164,8 @@ def main() -> None:
             summary[scenario][key] = {"median": statistics.median(ratios), "min": min(ratios),
                                       "max": max(ratios)}  # fmt: skip
     cols = ["scenario", "policy", "served", "refused", "errors", "served_rps", "mean_ms", "p50_ms", "p95_ms",
-            "p99_ms", "max_ms", "lead_p95_ms", "rss_before_mib", "rss_after_mib", "rss_growth"]  # fmt: skip
+            "p99_ms", "max_ms", "lead_p95_ms", "worker_cpu_ms", "server_cpu_ms", "rss_before_mib",
+            "rss_after_mib", "rss_growth"]  # fmt: skip
     print(table(rows, cols))
     print("role-aware / FIFO (median [min, max] of the repeats; target <= 1.0, lead p95 <= 0.4):")
     for scenario, ratios in summary.items():
