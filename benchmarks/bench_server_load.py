@@ -45,9 +45,12 @@ def _free_port() -> int:
 
 
 def _cpu_s(pid: int) -> float:
-    """CPU time (user + system) a process has used so far."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
+    """CPU time (user + system) a process has used so far; 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -106,6 +109,7 @@ def run(scenario: str, policy: str, n: int, concurrency: int, processes: int, se
         workers = _children(proc.pid)  # the espeak-ng worker processes
         cpu_before = _cpu_s(proc.pid), sum(_cpu_s(w) for w in workers)
         answers, wall = asyncio.run(load(url, _jobs(scenario, n, seed), concurrency))
+        workers += [w for w in _children(proc.pid) if w not in workers]  # one replaced meanwhile
         cpu_after = _cpu_s(proc.pid), sum(_cpu_s(w) for w in workers)
         time.sleep(1.0)  # let the engine drain what it still holds
         rss_after = _rss_kib(proc.pid)

@@ -74,7 +74,7 @@ class Backend:
         it starts from the synthesizer's own guess, so a slow voice is not trusted to be fast
         before its first line has been timed."""
         self.cost_per_audio_s = self.rtf / self.workers
-        """Backend time one second of audio uses up, batching and slots included (EWMA)."""
+        """Backend time one second of audio uses up, batching and workers included (EWMA)."""
         self.pace = 1.0
         """Wall time the queue takes to drain per second of that cost while it is backlogged
         (>= 1, EWMA): what the batches' own timing leaves out (dispatch on a busy engine
@@ -154,15 +154,19 @@ class Backend:
             on_complete(batch)
 
         if self._pooled:
+            mine: list[Future[Mono]] = []
 
             def started() -> None:  # on a worker, out of the pool's queue: its time starts now
                 batch.t_start = self.clock()
-                self._waiting.pop(rid, None)
+                for r in batch.requests:
+                    r.t_synth_start = batch.t_start
+                self._forget(rid, mine)
 
             pool_future = self.synth.submit(sreqs[0].text, sreqs[0].voice, started)  # type: ignore[attr-defined]
+            mine.append(pool_future)
             self._waiting[rid] = pool_future
             if pool_future.running() or pool_future.done():
-                self._waiting.pop(rid, None)  # taken (or ended) before it was recorded
+                self._forget(rid, mine)  # taken (or ended) before it was recorded
             wrapped: Future[list[Mono]] = Future()
             pool_future.add_done_callback(lambda f: _chain(f, wrapped))
             wrapped.add_done_callback(finish)
@@ -177,6 +181,11 @@ class Backend:
         if self.name == "espeak" and r.voice.backend != "espeak":
             return stand_in(r.voice)
         return r.voice
+
+    def _forget(self, rid: int, mine: list[Future[Mono]]) -> None:
+        """Drop the record of this line's pool future, not a later one's (a retry's)."""
+        if mine and self._waiting.get(rid) is mine[0]:
+            self._waiting.pop(rid, None)
 
     def withdraw(self, r: Request) -> bool:
         """Take back a dispatched line no worker has taken yet (its client left): it is never

@@ -44,7 +44,8 @@ class PolicyConfig:
     fifo_tolerance: float = 0.35
     """The weights may reorder only while no queued line is answered later than
     `(1 + fifo_tolerance)` times the wait arrival order would have given it (estimated when it
-    was queued), plus `fifo_grace_s`; its deadline bounds it too. 0 is arrival order among
+    was queued), plus `fifo_grace_s`, and never before an earlier request of its kind still
+    queued; its deadline bounds it too. 0 is arrival order among
     all but the lead whenever anything waits (with `lead_fifo_share` 1, for all); inf lets
     the weights defer a line up to its deadline."""
     fifo_grace_s: float = 0.05

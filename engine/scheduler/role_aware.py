@@ -87,9 +87,13 @@ class RoleAwarePolicy:
         self._lo = 0
         """Where the deadline order's live part starts: the entries before it have left (a
         decision moves this on instead of shifting the whole list; the tick's scan drops them)."""
-        self._last_due = [-math.inf, -math.inf]
-        """The latest due time (before its deadline bounds it) given to a client's request so
-        far, the others' and the lead's: the next one of the same kind is due no sooner."""
+        self._recent: tuple[deque[tuple[float, float, _Slot]], deque[tuple[float, float, _Slot]]] = (
+            deque(),
+            deque(),
+        )
+        """Client requests in arrival order, the others' and the lead's: (arrival, due before
+        its deadline bounds it, slot). A new arrival is due no sooner than the newest of its
+        kind still queued."""
         self._held: list[_Entry] = []
         """Client requests the last scan deferred, in due order, out of `_edf` until the next
         scan puts them back in their places and judges them again."""
@@ -127,12 +131,28 @@ class RoleAwarePolicy:
         r.est_cost_s = cost
         now = r.t_enqueued
         role_weight = self.weights.get(r.role, r.voice.weight)
-        due = self._due(r, now, role_weight)
+        due, kind = self._due(r, now, role_weight)
+        if kind >= 0:
+            # among requests due alike, arrival order: a queue that drained between two
+            # arrivals (a dispatch of several, clients gone) must not put the later one
+            # first (under the lead's share, due times crossed whenever the queue shrank
+            # faster than 1 / share times the time between). Only against the newest of its
+            # kind still queued that came before it (a retry keeps its early place).
+            recent = self._recent[kind]
+            while recent and recent[-1][2].r is None:
+                recent.pop()
+            while recent and recent[0][2].r is None:
+                recent.popleft()
+            if recent and recent[-1][0] <= now and due < recent[-1][1]:
+                due = recent[-1][1]
         if due - now - cost >= 0:  # deadlines after it lose `cost`; its own slack >= ...
             own = due - now - self._work - cost + (now - self._slack_at)
             self._slack = min(self._slack - cost, own)
             self._work += cost
         slot = self._e.issue(r)
+        if kind >= 0 and (not self._recent[kind] or self._recent[kind][-1][0] <= now):
+            self._recent[kind].append((now, due, slot))
+        due = min(due, r.deadline_s)
         weight = role_weight * CLASS_FACTOR[r.klass]
         slot.weight = math.inf if r.klass is RequestClass.ADLIB else weight
         self._e.charge(slot, cost)
@@ -157,32 +177,22 @@ class RoleAwarePolicy:
         if math.isfinite(r.give_up_s):
             heapq.heappush(self._expiry, (r.give_up_at_s, slot.seq, slot))
 
-    def _due(self, r: Request, now: float, role_weight: float) -> float:
-        """When `r` must be answered for the weights to reorder around it: its deadline; for a
-        request a client is waiting on (a finite `give_up_s`), sooner: `fifo_tolerance` past
-        the wait arrival order would give it (the work queued on this backend now, then its
-        own latency), plus `fifo_grace_s`; the lead's, `lead_fifo_share` of that wait (no
-        grace: the grace allows lateness, the lead's share promises earliness). A show's line
-        is due at its cue, however early it was queued. Taken before `r` is charged."""
+    def _due(self, r: Request, now: float, role_weight: float) -> tuple[float, int]:
+        """When `r` must be answered for the weights to reorder around it, and its kind (-1 a
+        show's line, 0 another client's request, 1 the lead's): for a request a client is
+        waiting on (a finite `give_up_s`), `fifo_tolerance` past the wait arrival order
+        would give it (the work queued on this backend now, then its own latency), plus
+        `fifo_grace_s`; the lead's, `lead_fifo_share` of that wait (no grace: the grace
+        allows lateness, the lead's share promises earliness); its deadline bounds either
+        (`push` applies it). A show's line is due at its cue, however early it was queued.
+        Taken before `r` is charged."""
         if not math.isfinite(r.give_up_s):
-            return r.deadline_s
+            return r.deadline_s, -1
         fifo_s = self._e.total + r.est_latency_s
-        lead = role_weight >= self._lead_weight
-        if lead:
+        if role_weight >= self._lead_weight:
             self._lead_weight = role_weight
-            due = now + self.config.lead_fifo_share * fifo_s
-        else:
-            due = now + (1.0 + self.config.fifo_tolerance) * fifo_s + self.config.fifo_grace_s
-        # among requests due alike, arrival order: a queue that drained a little between two
-        # arrivals must not put the later one first (the lead's share shrinks the queue's
-        # weight in its due time, so its due times crossed whenever the queue shrank faster
-        # than 1 / share times the time between arrivals)
-        last = self._last_due[lead]
-        if due < last:
-            due = last
-        else:
-            self._last_due[lead] = due
-        return min(r.deadline_s, due)
+            return now + self.config.lead_fifo_share * fifo_s, 1
+        return now + (1.0 + self.config.fifo_tolerance) * fifo_s + self.config.fifo_grace_s, 0
 
     def admit(self, r: Request, now: float) -> float:
         """0 when `r` can finish by its give-up time behind the work that would go before it
@@ -553,6 +563,8 @@ class RoleAwarePolicy:
             else:
                 del self._by_role[role]
         self._adlib = deque(s for s in self._adlib if s.r is not None)
+        self._recent = (deque(e for e in self._recent[0] if e[2].r is not None),
+                        deque(e for e in self._recent[1] if e[2].r is not None))  # fmt: skip
 
     def discard(self, r: Request) -> bool:
         if r.id not in self._e.slots:

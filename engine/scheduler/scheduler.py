@@ -193,15 +193,16 @@ class Scheduler:
         n = 0
         with self._lock:
             for r in requests:
-                if r.state is State.QUEUED:
+                state = r.state
+                if state is not State.QUEUED and state is not State.DISPATCHED:
+                    continue  # already ended
+                r.state = State.CANCELLED  # NB: first: a withdrawn batch completes at once
+                if state is State.QUEUED:
                     self.policy.discard(r)
-                elif r.state is State.DISPATCHED:
+                else:
                     backend = self.backends.get(r.backend)
                     if backend is not None:
                         backend.withdraw(r)  # not voiced at all if no worker has it yet
-                else:
-                    continue  # already ended
-                r.state = State.CANCELLED
                 n += 1
             self.stats.cancelled += n
             self._lock.notify_all()
@@ -321,6 +322,8 @@ class Scheduler:
                 ended.append(r)
                 continue
             with self._lock:
+                if r.state is State.CANCELLED:  # type: ignore[comparison-overlap]  # NB: set by another thread
+                    continue  # its client left meanwhile
                 r.state = State.QUEUED
                 self.policy.push(r)
         return ended
@@ -331,7 +334,10 @@ class Scheduler:
         for batch in [b for b in self._inflight if now > b.timeout_at]:
             batch.abandoned = True
             self._inflight.remove(batch)
-            self.backends[batch.backend].release()
+            backend = self.backends[batch.backend]
+            backend.release()
+            for r in batch.requests:
+                backend.withdraw(r)  # still waiting in a pool: not voiced twice
             self.stats.timeouts += 1
             ended += self._failed(batch.requests, f"{batch.backend} timed out")
         return ended

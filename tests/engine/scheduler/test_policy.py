@@ -539,3 +539,45 @@ def test_a_scan_renews_estimates_from_the_backends_speed_as_each_request_would()
     for r in reqs:
         assert r.est_cost_s == pytest.approx(backend.cost_s(r))
         assert r.est_latency_s == pytest.approx(max(backend.cost_s(r), backend.estimate_s(r)))
+
+
+def test_arrival_order_among_equals_counts_only_requests_still_queued() -> None:
+    # a minor role's long speech is queued and withdrawn (its client hung up); the role's
+    # next request arrives at an empty queue: it is due within the tolerance of its own
+    # short wait, not behind the due times of the requests that left
+    clock = ManualClock()
+    p = RoleAwarePolicy(weights={"LEAD": 10, "MID": 5, "LOW": 1})
+    p.service_s = p.latency_s = lambda r: 0.1
+    speech = [req("LOW", f"chunk {k}", deadline=clock() + 2 * (k + 1)) for k in range(30)]
+    for r in speech:
+        r.give_up_s = 2.0
+    _push(p, clock, *speech)
+    for r in speech:
+        p.discard(r)
+    clock.advance(0.05)
+    x = req("LOW", "x", deadline=clock() + 2.0)
+    mids = [req("MID", f"m{k}", deadline=clock() + 2.0) for k in range(8)]
+    for r in [x, *mids]:
+        r.give_up_s = 2.0
+    _push(p, clock, x, *mids)
+    p.refresh(clock())
+    served = [r.text for r in iter(lambda: p.pop(clock()), None)]
+    assert served[0] == "x"  # due 1.35 x 0.1 s + 50 ms after it came: before the weights' pick
+
+
+def test_a_retried_request_keeps_its_early_place_among_its_kind() -> None:
+    clock = ManualClock()
+    p = RoleAwarePolicy(weights={"LEAD": 10})
+    p.service_s = p.latency_s = lambda r: 0.1
+    lines = [req("LEAD", t, deadline=clock() + 10) for t in "abcd"]
+    for r in lines:
+        r.give_up_s = 2.0
+        r.t_enqueued = clock()
+        p.push(r)
+        clock.advance(0.01)
+    first = p.pop(clock())
+    assert first is not None and first.text == "a"
+    p.push(first)  # a retry: queued again with its first arrival time
+    p.refresh(clock())
+    served = [r.text for r in iter(lambda: p.pop(clock()), None)]
+    assert served.index("a") < served.index("d")  # not behind every later arrival
