@@ -131,28 +131,30 @@ class RoleAwarePolicy:
         r.est_cost_s = cost
         now = r.t_enqueued
         role_weight = self.weights.get(r.role, r.voice.weight)
-        due, kind = self._due(r, now, role_weight)
-        if kind >= 0:
+        unbounded, kind = self._due(r, now, role_weight)
+        recent = self._recent[kind] if kind >= 0 else None
+        newest = True  # the latest arrival of its kind still queued (not a retry)
+        if recent is not None:
             # among requests due alike, arrival order: a queue that drained between two
             # arrivals (a dispatch of several, clients gone) must not put the later one
             # first (under the lead's share, due times crossed whenever the queue shrank
             # faster than 1 / share times the time between). Only against the newest of its
             # kind still queued that came before it (a retry keeps its early place).
-            recent = self._recent[kind]
             while recent and recent[-1][2].r is None:
                 recent.pop()
             while recent and recent[0][2].r is None:
                 recent.popleft()
-            if recent and recent[-1][0] <= now and due < recent[-1][1]:
-                due = recent[-1][1]
+            newest = not recent or recent[-1][0] <= now
+            if recent and newest and unbounded < recent[-1][1]:
+                unbounded = recent[-1][1]
+        due = min(unbounded, r.deadline_s)
         if due - now - cost >= 0:  # deadlines after it lose `cost`; its own slack >= ...
             own = due - now - self._work - cost + (now - self._slack_at)
             self._slack = min(self._slack - cost, own)
             self._work += cost
         slot = self._e.issue(r)
-        if kind >= 0 and (not self._recent[kind] or self._recent[kind][-1][0] <= now):
-            self._recent[kind].append((now, due, slot))
-        due = min(due, r.deadline_s)
+        if recent is not None and newest:
+            recent.append((now, unbounded, slot))
         weight = role_weight * CLASS_FACTOR[r.klass]
         slot.weight = math.inf if r.klass is RequestClass.ADLIB else weight
         self._e.charge(slot, cost)

@@ -581,3 +581,20 @@ def test_a_retried_request_keeps_its_early_place_among_its_kind() -> None:
     p.refresh(clock())
     served = [r.text for r in iter(lambda: p.pop(clock()), None)]
     assert served.index("a") < served.index("d")  # not behind every later arrival
+
+
+def test_the_slack_counts_a_client_requests_deadline_when_it_comes_before_its_due_time() -> None:
+    # 1 s of work queued: the next request's arrival-order due time is over a second away,
+    # but its deadline is in 50 ms and it takes 0.1 s: it cannot be on time, so the slack
+    # between scans must not count it as a line that can
+    clock = ManualClock()
+    p = RoleAwarePolicy(weights={"LEAD": 10, "EXTRA": 1})
+    p.service_s = p.latency_s = lambda r: 0.1
+    ahead = [req("LEAD", f"ahead {k}", deadline=clock() + 30) for k in range(10)]
+    late = req("EXTRA", "late", deadline=clock() + 0.05)
+    for r in [*ahead, late]:
+        r.give_up_s = 2.0
+    _push(p, clock, *ahead)
+    work = p._work
+    _push(p, clock, late)
+    assert p._work == pytest.approx(work)  # not charged as work a later due time must allow for
