@@ -162,7 +162,7 @@ def build_snapshot(engine: SnapshotSource, version: int) -> EngineSnapshot:
         audible_p50_ms=engine.audible_ms.percentile(50), audible_p95_ms=engine.audible_ms.percentile(95),
         queue_wait_p50_ms=engine.queue_wait_ms.percentile(50),
         queue_wait_p95_ms=engine.queue_wait_ms.percentile(95),
-        rtf=engine.scheduler.backends["espeak"].rtf,
+        rtf=engine.scheduler.backends["espeak"].measured_rtf,
         ring_fill_ms=engine.ring.fill_frames / SAMPLE_RATE_HZ * 1000,
         callback_load=float(np.median(times)) / block_ns if times.size else 0.0,
         underruns=engine.ring.underruns, xruns=engine.ring.xruns,

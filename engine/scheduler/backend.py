@@ -69,12 +69,20 @@ class Backend:
         self.min_timeout_s = min_timeout_s
         self.clock = clock
         self.inflight = 0
-        self.rtf = float(getattr(synth, "expected_rtf", 0.05))
-        """Measured seconds of compute per second of audio for one request (latency, EWMA);
-        it starts from the synthesizer's own guess, so a slow voice is not trusted to be fast
-        before its first line has been timed."""
-        self.cost_per_audio_s = self.rtf / self.workers
-        """Backend time one second of audio uses up, batching and workers included (EWMA)."""
+        guess = float(getattr(synth, "expected_rtf", 0.05))
+        self.rtf = guess
+        """Seconds from a request's start to its audio per second of its estimated spoken
+        length (`Request.est_audio_s`, what every estimate is applied to), as measured (see
+        `observe`); it starts from the synthesizer's own guess, so a slow voice is not trusted
+        to be fast before its first line has been timed."""
+        self.cost_per_audio_s = guess / self.workers
+        """Backend time one estimated spoken second uses up, batching and workers included."""
+        self.measured_rtf = guess
+        """Seconds of compute per second of audio produced, for one request: the real-time
+        factor shown to people (the planning figures above are per estimated second)."""
+        self._sums = [guess, 1.0, guess, 1.0, guess, 1.0]
+        """Decayed sums behind the three figures (time, length): the guess counts as one line
+        of one second until timed lines outweigh it."""
         self.pace = 1.0
         """Wall time the queue takes to drain per second of that cost while it is backlogged
         (>= 1, EWMA): what the batches' own timing leaves out (dispatch on a busy engine
@@ -110,12 +118,27 @@ class Backend:
         if batch.results is None:
             return
         self._observe_pace(batch, backlogged, self.clock())
+        n = len(batch.requests)
         audio_s = sum(len(a) for a in batch.results) / SAMPLE_RATE_HZ
-        if audio_s > 0:
-            measured = (batch.t_end - batch.t_start) / audio_s
-            per_item = measured * len(batch.requests)  # a batch's time is shared by its items
-            self.rtf = 0.8 * self.rtf + 0.2 * min(per_item, measured * self.max_batch)
-            self.cost_per_audio_s = 0.8 * self.cost_per_audio_s + 0.2 * measured / self.workers
+        est_s = sum(r.est_audio_s for r in batch.requests)
+        if audio_s <= 0 or est_s <= 0:
+            return
+        took = batch.t_end - batch.t_start
+        # NB: sums, not an average of each batch's ratio: a line's fixed cost (hand-over,
+        # resampling) makes short lines' ratios high, and their average counted a mix of
+        # lines ~1.4x its real time. Per estimated second: the estimate of a line's length
+        # (espeak-ng speaks ~1.3x faster than it assumes) is what every figure is applied to.
+        sums, keep = self._sums, self.DECAY
+        for i, length in enumerate((est_s / n, est_s, audio_s / n)):
+            sums[2 * i] = keep * sums[2 * i] + took
+            sums[2 * i + 1] = keep * sums[2 * i + 1] + length
+        self.rtf = sums[0] / sums[1]
+        self.cost_per_audio_s = sums[2] / sums[3] / self.workers
+        self.measured_rtf = sums[4] / sums[5]
+
+    DECAY = 0.8
+    """Weight a batch's timing keeps for each later batch: the last five or so count most, so
+    a machine that slows down (or a first line that loaded a model) is followed within a few."""
 
     PACE_WINDOW_S = 0.5
     PACE_MAX = 10.0

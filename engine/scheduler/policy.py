@@ -14,6 +14,7 @@ its audio.
 from __future__ import annotations
 
 import itertools
+import math
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -94,7 +95,7 @@ class Policy(Protocol):
 class _Slot:
     """A request's place in a policy's structures; `r` is None once it has left."""
 
-    __slots__ = ("audio_s", "cost", "crit", "held", "r", "seq", "weight")
+    __slots__ = ("audio_s", "cost", "crit", "crit_show", "crit_spare", "held", "r", "seq", "weight")
 
     def __init__(self, r: Request, seq: int) -> None:
         self.r: Request | None = r
@@ -106,6 +107,11 @@ class _Slot:
         """Estimated spoken seconds (what the role-aware admission index counted)."""
         self.crit = -1
         """The role-aware policy's scan that counted it before its least spare deadline."""
+        self.crit_spare = math.inf
+        """At that scan, the least time to spare of the lines counted before it (what taking
+        it ahead of them may use up)."""
+        self.crit_show = math.inf
+        """The same over the shows' lines only (what the lead's client request must leave)."""
         self.held = -1
         """The role-aware policy's scan that last deferred it (a client's request): held
         while that is the latest scan."""

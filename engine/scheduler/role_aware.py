@@ -12,7 +12,9 @@ Order (a decision costs O(log n) at any depth; keys do not change with time):
   lead ahead while the others can spare it, never by deferring a client's request up to
   its deadline when FIFO would have answered it in a fraction of that. When the queued
   deadlines cannot all be met whatever the order (overload), the lowest weights are
-  deferred until the rest can (see `refresh`). The age term is additive, so a weight-1
+  deferred until the rest can (see `refresh`); while they can all be met, none is given
+  up for the weights or the due times (but the lead's client requests may make another
+  client's late, never lost; a show's cue, never). The age term is additive, so a weight-1
   role under a flood of weight-10 work is served once it has waited (10 - 1) / age_rate
   seconds longer than them: nothing starves.
   `weight + age_rate * (now - t_enqueued)` ranks like `weight - age_rate * t_enqueued`,
@@ -102,10 +104,15 @@ class RoleAwarePolicy:
         self._hard: list[_Entry] = []
         self._hard_i = 0
         self._hard_slack, self._hard_at = float("inf"), -float("inf")
-        """Deadlines, not due times: the least time to spare over the last scan's lines in
-        deadline order, and (`_hard`) those up to the one that has it, in deadline order
-        (their slots' `crit` is the scan's number). Due times put a client's request ahead
-        of its deadline; this keeps them from pushing another line past its own."""
+        self._hard_given = self._hard_taken = 0.0
+        self._hard_show = math.inf
+        """Deadlines, not due times: the last scan's lines in deadline order (`_hard`; their
+        slots' `crit` is the scan's number, `crit_spare` the least time to spare of the lines
+        before them), the least time to spare over all of them (`_hard_slack`), and since the
+        scan the work taken in that order (`_hard_given`: the time it takes is no longer work
+        ahead of any of them) and out of it (`_hard_taken`: it pushes back each line it went
+        ahead of). Due times put a client's request ahead of its deadline; this keeps them
+        from pushing another line past its own."""
         self._prio: list[_Entry] = []
         self._by_role: dict[str, list[_Entry]] = {}
         self._expiry: list[_Entry] = []
@@ -252,13 +259,16 @@ class RoleAwarePolicy:
         longest first among equals) are deferred until the rest can (Moore and Hodgson's
         rule, weighted, scanned in due order: see `_overloaded`): earliest-due-first over
         what is left then meets every deadline in it, the lead's included, and the deferred
-        are served by weight when the slack allows. A show's deferred line leaves the due
-        order for good (it will be late whatever happens; it goes by weight). A client's
-        deferred request is only held for this scan: out of the due order until the next
-        scan puts it back in its place and judges it again, so a passing overload (or an
-        estimate that ran high for a moment) does not leave it behind until it is shed; one
-        still held when its deadline passes (an overload that lasted) leaves the order too.
-        `_critical` then finds what the deadlines (not the due times) allow."""
+        are served by weight when the slack allows. A deferred line is only held for this
+        scan: out of the due order until the next scan puts it back in its place and judges
+        it again, so a passing overload (or an estimate that ran high for a moment, or the
+        reserve's room for the weights) does not leave it behind until it is shed or late;
+        one still held when its deadline passes (an overload that lasted) leaves the order.
+        `_critical` then finds what the deadlines (not the due times) allow: while every
+        deadline can be met, the held lines' included, none is given up for the weights or
+        the due times, but for the lead's share: the lead's client requests may make another
+        client's request late (never lost: it is shed only at its give-up time), never a
+        show's cue."""
         if self._costs.out_of_range:
             self.reindex()  # the deadline index needs a new base (a server up for hours)
         self._compact()
@@ -315,8 +325,6 @@ class RoleAwarePolicy:
         scan, keep = self._scan, []
         for e in seen:
             if e[1] in deferred:
-                if not math.isfinite(e[2].r.give_up_s):  # type: ignore[union-attr]
-                    continue  # a show's line leaves the due order
                 e[2].held = scan
                 self._held.append(e)  # out of the order until the next scan (still in `_prio`)
                 continue
@@ -337,48 +345,68 @@ class RoleAwarePolicy:
 
     def _critical(self, late: list[_Entry], judged: list[tuple[float, int, _Entry]], deferred: set[int],
                   now: float) -> None:  # fmt: skip
-        """The least spare time over the kept lines' deadlines (taken in deadline order,
-        behind the `late` ones a client still waits for: they go first), and the lines that
-        must go before the one that has it."""
-        judged = sorted(judged)  # NB: (deadline, seq): seq is unique
-        hard, upto = float("inf"), -1
+        """The kept lines in deadline order, behind the `late` ones a client still waits for
+        (they go first), each with the least time to spare of the lines before it, and the
+        least over all of them. The lines `deferred` count too while every deadline, theirs
+        included, can be met; when not, the rule that deferred them decides who is late, and
+        when not even so, there is nothing to guard."""
+        ordered = [e for _, _, e in sorted(judged)]  # NB: (deadline, seq): seq is unique
+        kept = [e for e in ordered if e[1] not in deferred]
         work = 0.0
         for e in late:
             work += e[2].r.est_cost_s if e[2].r is not None else 0.0
-        for i, (d, seq, entry) in enumerate(judged):
-            if seq in deferred:
-                continue
-            r = entry[2].r
-            assert r is not None
-            work += r.est_cost_s
-            own = d - now - work - (r.est_latency_s - r.est_cost_s)
-            if own < hard:
-                hard, upto = own, i
+        blocking = _blocking([*late, *ordered])
+        spares, feasible = _spares(kept, work, now, blocking)
+        if deferred and feasible:
+            # the overload rule defers lines to keep due times, which are soft: while every
+            # deadline, the deferred lines' too, can still be met, the guard keeps theirs as well
+            # (else a line held scan after scan for the lead's share could be shed at 60% load)
+            every, every_feasible = _spares(ordered, work, now, blocking)
+            if every_feasible:
+                kept, spares = ordered, every
         scan = self._scan
-        if hard < 0:  # the deadlines kept cannot all be met whatever the order: nothing to guard
-            hard, upto = float("inf"), -1
-        self._hard = late + [e for _, seq, e in judged[: upto + 1] if seq not in deferred]
-        for e in self._hard:
-            e[2].crit = scan
-        self._hard_i, self._hard_slack, self._hard_at = 0, hard, now
-
-    def _hard_budget(self, now: float) -> float:
-        return self._hard_slack - (now - self._hard_at)
+        before = before_show = math.inf  # the least spare of the lines so far, of the shows' lines
+        if not feasible:  # the deadlines kept cannot all be met whatever the order: nothing to guard
+            late, kept = [], []
+        for e in late:
+            e[2].crit, e[2].crit_spare, e[2].crit_show = scan, before, before_show
+        for e, spare in zip(kept, spares, strict=False):
+            slot = e[2]
+            slot.crit, slot.crit_spare, slot.crit_show = scan, before, before_show
+            before = min(before, spare)
+            if slot.r is not None and not math.isfinite(slot.r.give_up_s):
+                before_show = min(before_show, spare)
+        self._hard = late + kept
+        self._hard_i, self._hard_slack, self._hard_at = 0, before, now
+        self._hard_show = before_show
+        self._hard_given = self._hard_taken = 0.0
 
     def _next_hard(self) -> Request | None:
-        """The earliest deadline among the lines the least spare time is counted over."""
+        """The earliest deadline of the last scan's lines still queued."""
         hard, i = self._hard, self._hard_i
         while i < len(hard) and hard[i][2].r is None:
             i += 1
         self._hard_i = i
         return hard[i][2].r if i < len(hard) else None
 
-    def _fits_deadlines(self, r: Request, hard_budget: float) -> bool:
-        """Serving `r` now leaves every deadline of the last scan feasible."""
-        slot = self._e.slots.get(r.id)
-        if slot is None or slot.crit == self._scan or r.est_cost_s <= hard_budget:
+    def _fits_deadlines(self, r: Request, now: float) -> bool:
+        """Serving `r` now leaves every deadline of the last scan feasible: the earliest of
+        them goes at no cost; another line pushes back the lines before it in deadline order
+        (all of them, for a line the scan did not count), which must have the time to spare."""
+        first = self._next_hard()
+        if first is None or first is r:
             return True
-        return self._next_hard() is None  # the lines it was counted over have all gone
+        slot = self._e.slots.get(r.id)
+        counted = slot is not None and slot.crit == self._scan
+        if self._leads(r):  # the lead's client request: only a show's cue holds it back
+            spare = slot.crit_show if counted else self._hard_show  # type: ignore[union-attr]
+        else:
+            spare = slot.crit_spare if counted else self._hard_slack  # type: ignore[union-attr]
+        return r.est_cost_s <= spare + self._hard_given - self._hard_taken - (now - self._hard_at)
+
+    def _leads(self, r: Request) -> bool:
+        """A client's request of the lead (the highest weight): due at its share of the wait."""
+        return math.isfinite(r.give_up_s) and self.weights.get(r.role, r.voice.weight) >= self._lead_weight
 
     def _overloaded(self, judged: list[tuple[float, int, _Entry]], now: float) -> set[int]:
         """Which of these (live, deadline not yet passed; in due order) to defer so that
@@ -510,7 +538,7 @@ class RoleAwarePolicy:
         if now - self._slack_at > self.stale_s:
             self.refresh(now)
         urgent = self._urgent(now)
-        budget, hard_budget = self._budget(now), self._hard_budget(now)
+        budget = self._budget(now)
         for r in self._preferred():
             if accept is not None and not accept(r):
                 continue
@@ -518,11 +546,11 @@ class RoleAwarePolicy:
             # feasible (under overload, `refresh` deferred the lowest weights), and every
             # deadline
             on_time = urgent is None or r is urgent or r.est_cost_s <= budget
-            if on_time and self._fits_deadlines(r, hard_budget):
+            if on_time and self._fits_deadlines(r, now):
                 self._slack += r.est_cost_s if r is urgent else -r.est_cost_s
                 return self._take(r)
             break
-        if urgent is not None and not self._fits_deadlines(urgent, hard_budget):
+        if urgent is None or not self._fits_deadlines(urgent, now):
             hard = self._next_hard()  # the due order would push a deadline past: deadline order
             if hard is not None and (accept is None or accept(hard)):
                 self._slack -= hard.est_cost_s
@@ -539,8 +567,10 @@ class RoleAwarePolicy:
 
     def _take(self, r: Request) -> Request:
         slot = self._e.slots.get(r.id)
-        if slot is not None:  # as for the due times: counted work comes back, other work is lost
-            self._hard_slack += r.est_cost_s if slot.crit == self._scan else -r.est_cost_s
+        if slot is not None and slot.crit == self._scan and r is self._next_hard():
+            self._hard_given += r.est_cost_s  # deadline order: no longer work ahead of any line
+        else:
+            self._hard_taken += r.est_cost_s  # out of it: the lines it went ahead of wait for it
         self._work = max(0.0, self._work - r.est_cost_s)
         self._run = self._run + 1 if r.role == self.last_role else 0
         self.last_role, self.last_deadline_s = r.role, r.deadline_s
@@ -616,6 +646,33 @@ class RoleAwarePolicy:
     def role_work(self) -> dict[str, float]:
         """Queued synthesis time by role (s)."""
         return dict(self._e.work)
+
+
+def _blocking(entries: Iterable[_Entry]) -> float:
+    """How long a line may wait for a worker beyond its share of the work ahead (which
+    counts work as spread over the workers): the longest line's latency less its cost, for
+    the other workers' lines in hand when it is taken."""
+    blocking = 0.0
+    for e in entries:
+        r = e[2].r
+        if r is not None and r.est_latency_s - r.est_cost_s > blocking:
+            blocking = r.est_latency_s - r.est_cost_s
+    return blocking
+
+
+def _spares(entries: list[_Entry], work: float, now: float, blocking: float) -> tuple[list[float], bool]:
+    """For each of `entries` (in deadline order), behind `work`: the time it has to spare
+    before its deadline, less `blocking`; and whether every deadline can be met at all."""
+    out, feasible = [], True
+    for e in entries:
+        r = e[2].r
+        assert r is not None
+        work += r.est_cost_s
+        own = r.deadline_s - now - work - (r.est_latency_s - r.est_cost_s)
+        if own < 0:
+            feasible = False
+        out.append(own - blocking)
+    return out, feasible
 
 
 def _first_fit(heap: list[_Entry], limit: int, accept: Accept) -> Request | None:

@@ -136,7 +136,7 @@ class Telemetry:
         sched = self.service.scheduler
         self.queue_depth.set(sched.pending_count)
         for name, backend in sched.backends.items():
-            self.rtf.labels(name).set(backend.rtf)
+            self.rtf.labels(name).set(backend.measured_rtf)
             self.pace.labels(name).set(backend.pace)
         for role, p in sched.role_priorities().items():
             self.priority.labels(role).set(p)
