@@ -502,6 +502,17 @@ class RoleAwarePolicy:
         self._drop_front(now)
         return self._edf[self._lo][2].r if self._lo < len(self._edf) else None
 
+    def _next_due(self, limit: int) -> Iterator[Request]:
+        """Up to `limit` of the live requests after the earliest due, in due order."""
+        edf = self._edf
+        i, n = self._lo + 1, 0
+        while i < len(edf) and n < limit:
+            r = edf[i][2].r
+            i += 1
+            if r is not None:
+                n += 1
+                yield r
+
     def _budget(self, now: float) -> float:
         return self._slack - (now - self._slack_at)
 
@@ -551,7 +562,13 @@ class RoleAwarePolicy:
                 return self._take(r)
             break
         if urgent is None or not self._fits_deadlines(urgent, now):
-            hard = self._next_hard()  # the due order would push a deadline past: deadline order
+            # the due order would push a deadline past: the next due that does not (the
+            # lead's requests, due early, never push a client's), else deadline order
+            for nxt in self._next_due(LOOKAHEAD):
+                if (accept is None or accept(nxt)) and self._fits_deadlines(nxt, now):
+                    self._slack -= nxt.est_cost_s
+                    return self._take(nxt)
+            hard = self._next_hard()
             if hard is not None and (accept is None or accept(hard)):
                 self._slack -= hard.est_cost_s
                 return self._take(hard)
