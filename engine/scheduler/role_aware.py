@@ -105,7 +105,7 @@ class RoleAwarePolicy:
         self._hard_i = 0
         self._hard_slack, self._hard_at = float("inf"), -float("inf")
         self._hard_given = self._hard_taken = 0.0
-        self._hard_show = math.inf
+        self._hard_show, self._hard_blocking = math.inf, 0.0
         """Deadlines, not due times: the last scan's lines in deadline order (`_hard`; their
         slots' `crit` is the scan's number, `crit_spare` the least time to spare of the lines
         before them), the least time to spare over all of them (`_hard_slack`), and since the
@@ -350,36 +350,57 @@ class RoleAwarePolicy:
         least over all of them. The lines `deferred` count too while every deadline, theirs
         included, can be met; when not, the rule that deferred them decides who is late, and
         when not even so, there is nothing to guard."""
-        ordered = [e for _, _, e in sorted(judged)]  # NB: (deadline, seq): seq is unique
-        kept = [e for e in ordered if e[1] not in deferred]
-        work = 0.0
+        judged.sort()  # NB: (deadline, seq): seq is unique
+        work = blocking = 0.0
         for e in late:
-            work += e[2].r.est_cost_s if e[2].r is not None else 0.0
-        blocking = _blocking([*late, *ordered])
-        spares, feasible = _spares(kept, work, now, blocking)
-        if deferred and feasible:
-            # the overload rule defers lines to keep due times, which are soft: while every
-            # deadline, the deferred lines' too, can still be met, the guard keeps theirs as well
-            # (else a line held scan after scan for the lead's share could be shed at 60% load)
-            every, every_feasible = _spares(ordered, work, now, blocking)
-            if every_feasible:
-                kept, spares = ordered, every
+            r = e[2].r
+            if r is not None:
+                work += r.est_cost_s
+                blocking = max(blocking, r.est_latency_s - r.est_cost_s)
         scan = self._scan
-        before = before_show = math.inf  # the least spare of the lines so far, of the shows' lines
-        if not feasible:  # the deadlines kept cannot all be met whatever the order: nothing to guard
-            late, kept = [], []
+        # NB: the deferred lines count while every deadline, theirs included, can be met (the
+        # overload rule defers lines to keep due times, which are soft: else a line held scan
+        # after scan for the lead's share could be shed at 60% load); else only the others
+        guard = self._guard(judged, set(), work, blocking, scan, now)
+        if not guard[4] and deferred:
+            guard = self._guard(judged, deferred, work, blocking, scan, now)
+        kept, least, least_show, blocking, feasible = guard
         for e in late:
-            e[2].crit, e[2].crit_spare, e[2].crit_show = scan, before, before_show
-        for e, spare in zip(kept, spares, strict=False):
-            slot = e[2]
-            slot.crit, slot.crit_spare, slot.crit_show = scan, before, before_show
-            before = min(before, spare)
-            if slot.r is not None and not math.isfinite(slot.r.give_up_s):
-                before_show = min(before_show, spare)
-        self._hard = late + kept
-        self._hard_i, self._hard_slack, self._hard_at = 0, before, now
-        self._hard_show = before_show
+            e[2].crit, e[2].crit_spare, e[2].crit_show = scan, math.inf, math.inf
+        self._hard = late + kept if feasible else []
+        self._hard_i, self._hard_slack, self._hard_show, self._hard_at = 0, least, least_show, now
+        self._hard_blocking = blocking
         self._hard_given = self._hard_taken = 0.0
+
+    @staticmethod
+    def _guard(judged: list[tuple[float, int, _Entry]], skip: set[int], work: float, blocking: float,
+               scan: int, now: float) -> tuple[list[_Entry], float, float, float, bool]:  # fmt: skip
+        """One pass over `judged` (in deadline order) but `skip`, behind `work`: marks each
+        line with the scan and the least time to spare of the lines before it (of all, and of
+        the shows' only); returns the lines, the least time to spare over them (all, shows'),
+        the longest a line may wait for a worker beyond its share of the work ahead (its
+        latency less its cost: the work is counted as spread over the workers, but a line
+        holds one until it is done), and whether every deadline can be met at all."""
+        kept: list[_Entry] = []
+        least = least_show = math.inf
+        for _, seq, e in judged:
+            if seq in skip:
+                continue
+            slot = e[2]
+            r = slot.r
+            assert r is not None
+            work += r.est_cost_s
+            extra = r.est_latency_s - r.est_cost_s
+            if extra > blocking:
+                blocking = extra
+            slot.crit, slot.crit_spare, slot.crit_show = scan, least, least_show
+            own = r.deadline_s - now - work - extra
+            if own < least:
+                least = own
+            if own < least_show and r.give_up_s == math.inf:
+                least_show = own
+            kept.append(e)
+        return kept, least, least_show, blocking, least >= 0
 
     def _next_hard(self) -> Request | None:
         """The earliest deadline of the last scan's lines still queued."""
@@ -402,7 +423,8 @@ class RoleAwarePolicy:
             spare = slot.crit_show if counted else self._hard_show  # type: ignore[union-attr]
         else:
             spare = slot.crit_spare if counted else self._hard_slack  # type: ignore[union-attr]
-        return r.est_cost_s <= spare + self._hard_given - self._hard_taken - (now - self._hard_at)
+        spare -= self._hard_blocking + (now - self._hard_at) + self._hard_taken - self._hard_given
+        return r.est_cost_s <= spare
 
     def _leads(self, r: Request) -> bool:
         """A client's request of the lead (the highest weight): due at its share of the wait."""
@@ -663,33 +685,6 @@ class RoleAwarePolicy:
     def role_work(self) -> dict[str, float]:
         """Queued synthesis time by role (s)."""
         return dict(self._e.work)
-
-
-def _blocking(entries: Iterable[_Entry]) -> float:
-    """How long a line may wait for a worker beyond its share of the work ahead (which
-    counts work as spread over the workers): the longest line's latency less its cost, for
-    the other workers' lines in hand when it is taken."""
-    blocking = 0.0
-    for e in entries:
-        r = e[2].r
-        if r is not None and r.est_latency_s - r.est_cost_s > blocking:
-            blocking = r.est_latency_s - r.est_cost_s
-    return blocking
-
-
-def _spares(entries: list[_Entry], work: float, now: float, blocking: float) -> tuple[list[float], bool]:
-    """For each of `entries` (in deadline order), behind `work`: the time it has to spare
-    before its deadline, less `blocking`; and whether every deadline can be met at all."""
-    out, feasible = [], True
-    for e in entries:
-        r = e[2].r
-        assert r is not None
-        work += r.est_cost_s
-        own = r.deadline_s - now - work - (r.est_latency_s - r.est_cost_s)
-        if own < 0:
-            feasible = False
-        out.append(own - blocking)
-    return out, feasible
 
 
 def _first_fit(heap: list[_Entry], limit: int, accept: Accept) -> Request | None:
