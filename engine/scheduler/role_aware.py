@@ -14,7 +14,7 @@ Order (a decision costs O(log n) at any depth; keys do not change with time):
   deadlines cannot all be met whatever the order (overload), the lowest weights are
   deferred until the rest can (see `refresh`); while they can all be met, none is given
   up for the weights or the due times (but the lead's client requests may make another
-  client's late, never lost; a show's cue, never). The age term is additive, so a weight-1
+  client's late; a show's cue, never). The age term is additive, so a weight-1
   role under a flood of weight-10 work is served once it has waited (10 - 1) / age_rate
   seconds longer than them: nothing starves.
   `weight + age_rate * (now - t_enqueued)` ranks like `weight - age_rate * t_enqueued`,
@@ -267,8 +267,8 @@ class RoleAwarePolicy:
         `_critical` then finds what the deadlines (not the due times) allow: while every
         deadline can be met, the held lines' included, none is given up for the weights or
         the due times, but for the lead's share: the lead's client requests may make another
-        client's request late (never lost: it is shed only at its give-up time), never a
-        show's cue."""
+        client's request late (still voiced if it can be before its client gives up), never
+        a show's cue."""
         if self._costs.out_of_range:
             self.reindex()  # the deadline index needs a new base (a server up for hours)
         self._compact()
