@@ -384,9 +384,10 @@ class RoleAwarePolicy:
         kept: list[_Entry] = []
         least = least_show = math.inf
         for _, seq, e in judged:
-            if seq in skip:
-                continue
             slot = e[2]
+            if seq in skip:
+                slot.crit = -1  # not counted: checked against the least spare time of all
+                continue
             r = slot.r
             assert r is not None
             work += r.est_cost_s
@@ -400,7 +401,7 @@ class RoleAwarePolicy:
             if own < least_show and r.give_up_s == math.inf:
                 least_show = own
             kept.append(e)
-        return kept, least, least_show, blocking, least >= 0
+        return kept, least, least_show, blocking, least >= -_EPS_S
 
     def _next_hard(self) -> Request | None:
         """The earliest deadline of the last scan's lines still queued."""
@@ -423,8 +424,10 @@ class RoleAwarePolicy:
             spare = slot.crit_show if counted else self._hard_show  # type: ignore[union-attr]
         else:
             spare = slot.crit_spare if counted else self._hard_slack  # type: ignore[union-attr]
-        spare -= self._hard_blocking + (now - self._hard_at) + self._hard_taken - self._hard_given
-        return r.est_cost_s <= spare
+        # the time used up since the scan: what has passed, or (decisions taken faster than
+        # their work is done: several workers, a batch) the work taken, whichever is more
+        used = max(now - self._hard_at, self._hard_given + self._hard_taken)
+        return r.est_cost_s <= spare + self._hard_given - used - self._hard_blocking + _EPS_S
 
     def _leads(self, r: Request) -> bool:
         """A client's request of the lead (the highest weight): due at its share of the wait."""
@@ -481,7 +484,7 @@ class RoleAwarePolicy:
                 if d - now - ahead - (lat - cost) >= spare:
                     break
                 if victims[0][0] >= slot.weight:  # nothing lighter than this line is left
-                    if d - now - ahead - (lat - cost) < 0:
+                    if d - now - ahead - (lat - cost) < -_EPS_S:
                         deferred.add(seq)  # it cannot be met: among equals the latest due
                         work -= cost
                         if not show:
@@ -525,10 +528,13 @@ class RoleAwarePolicy:
         return self._edf[self._lo][2].r if self._lo < len(self._edf) else None
 
     def _next_due(self, limit: int) -> Iterator[Request]:
-        """Up to `limit` of the live requests after the earliest due, in due order."""
+        """Up to `limit` of the live requests after the earliest due, in due order, among
+        the next `4 * limit` entries (entries of requests gone since the scan are passed
+        over, not counted: the scan drops them)."""
         edf = self._edf
         i, n = self._lo + 1, 0
-        while i < len(edf) and n < limit:
+        end = min(len(edf), i + 4 * limit)
+        while i < end and n < limit:
             r = edf[i][2].r
             i += 1
             if r is not None:
@@ -601,7 +607,12 @@ class RoleAwarePolicy:
             return self._take(urgent)
         if accept is None:
             return None
-        mate = _first_fit(self._prio, LOOKAHEAD, accept)  # a batch-mate that fits
+        # a batch-mate that fits the batch. NB: past the deadline guard, as the urgent one
+        # above: a mate rides with a batch already started, and what it adds to the waits of
+        # the lines after it is its own share of the batch's time, not a line's whole cost as
+        # the guard counts it (refusing mates on that count shrank a batched model's batches
+        # from 15.4 lines to 14.6 and voiced 117 of 200 requests at load 1.3 against 127)
+        mate = _first_fit(self._prio, LOOKAHEAD, accept)
         return self._take(mate) if mate is not None else None
 
     def _take(self, r: Request) -> Request:
@@ -685,6 +696,10 @@ class RoleAwarePolicy:
     def role_work(self) -> dict[str, float]:
         """Queued synthesis time by role (s)."""
         return dict(self._e.work)
+
+
+_EPS_S = 1e-9
+"""Time to spare below this is none (sums of estimates round: an exact fit read as a miss)."""
 
 
 def _first_fit(heap: list[_Entry], limit: int, accept: Accept) -> Request | None:

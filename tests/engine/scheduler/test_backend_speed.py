@@ -16,7 +16,7 @@ LONG = "The harbour lights burned low while we waited for word from the ship tha
 
 
 def _voice(backend: Backend, clock: ManualClock, r: Request, took_s: float, audio_s: float) -> None:
-    """One line voiced in `took_s`, `audio_s` long, with the queue still busy behind it."""
+    """One line voiced in `took_s`, `audio_s` long (the queue idle after it: no pace sample)."""
     t0 = clock()
     clock.advance(took_s)
     audio = [np.zeros(int(audio_s * SAMPLE_RATE_HZ), np.float32)]
