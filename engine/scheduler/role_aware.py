@@ -119,6 +119,9 @@ class RoleAwarePolicy:
         self._costs = CostIndex()
         """Queued spoken seconds by effective weight (ad-libs at +inf) and deadline."""
         self._slack, self._slack_at, self._work = float("inf"), -float("inf"), 0.0
+        self._due_given = self._due_taken = 0.0
+        """Work taken since the last scan at the head of the due order (no longer ahead of any
+        line) and out of it (ahead of the lines before it): see `_budget`."""
         self._role_slack: dict[str, float] = {}
         """Each role's least slack at the last scan (as of `_slack_at`)."""
 
@@ -341,6 +344,7 @@ class RoleAwarePolicy:
             if own < role_slack.get(r.role, math.inf):
                 role_slack[r.role] = own
         self._slack, self._slack_at, self._work = slack, now, work
+        self._due_given = self._due_taken = 0.0
         self._role_slack = role_slack
 
     def _critical(self, late: list[_Entry], judged: list[tuple[float, int, _Entry]], deferred: set[int],
@@ -542,7 +546,10 @@ class RoleAwarePolicy:
                 yield r
 
     def _budget(self, now: float) -> float:
-        return self._slack - (now - self._slack_at)
+        # the time used up since the scan: what has passed, or (decisions taken faster than
+        # their work is done) the work taken, whichever is more
+        used = max(now - self._slack_at, self._due_given + self._due_taken)
+        return self._slack + self._due_given - used
 
     # --- serving -------------------------------------------------------------------
     def _preferred(self) -> tuple[Request, ...]:
@@ -586,7 +593,10 @@ class RoleAwarePolicy:
             # deadline
             on_time = urgent is None or r is urgent or r.est_cost_s <= budget
             if on_time and self._fits_deadlines(r, now):
-                self._slack += r.est_cost_s if r is urgent else -r.est_cost_s
+                if r is urgent:
+                    self._due_given += r.est_cost_s
+                else:
+                    self._due_taken += r.est_cost_s
                 return self._take(r)
             break
         if urgent is None or not self._fits_deadlines(urgent, now):
@@ -594,16 +604,16 @@ class RoleAwarePolicy:
             # lead's requests, due early, never push a client's), else deadline order
             for nxt in self._next_due(LOOKAHEAD):
                 if (accept is None or accept(nxt)) and self._fits_deadlines(nxt, now):
-                    self._slack -= nxt.est_cost_s
+                    self._due_taken += nxt.est_cost_s
                     return self._take(nxt)
             hard = self._next_hard()
             if hard is not None and (accept is None or accept(hard)):
-                self._slack -= hard.est_cost_s
+                self._due_taken += hard.est_cost_s
                 return self._take(hard)
         if urgent is not None and (accept is None or accept(urgent)):
             # NB: the time it takes is no longer work ahead of the later due times, so their
             # slack does not shrink by it (the budget counts elapsed time as lost)
-            self._slack += urgent.est_cost_s
+            self._due_given += urgent.est_cost_s
             return self._take(urgent)
         if accept is None:
             return None
