@@ -106,15 +106,15 @@ class _Slot:
         self.audio_s = 0.0
         """Estimated spoken seconds (what the role-aware admission index counted)."""
         self.crit = -1
-        """The role-aware policy's scan that counted it before its least spare deadline."""
+        """The role-aware policy's scan that counted it in deadline order (its deadline guard)."""
         self.crit_spare = math.inf
         """At that scan, the least time to spare of the lines counted before it (what taking
         it ahead of them may use up)."""
         self.crit_show = math.inf
         """The same over the shows' lines only (what the lead's client request must leave)."""
         self.held = -1
-        """The role-aware policy's scan that last deferred it (a client's request): held
-        while that is the latest scan."""
+        """The role-aware policy's scan that last deferred it: held while that is the latest
+        scan."""
 
 
 class _Entries:

@@ -44,6 +44,8 @@ from engine.scheduler.request import CLASS_FACTOR, Request, RequestClass
 from engine.scheduler.urgency import urgency
 
 _Entry = tuple[float, int, _Slot]
+_NOT_DUE = object()
+"""`_take`'s `urgent` for a decision outside the due order (an ad-lib, a batch-mate)."""
 
 
 class RoleAwarePolicy:
@@ -428,10 +430,8 @@ class RoleAwarePolicy:
             spare = slot.crit_show if counted else self._hard_show  # type: ignore[union-attr]
         else:
             spare = slot.crit_spare if counted else self._hard_slack  # type: ignore[union-attr]
-        # the time used up since the scan: what has passed, or (decisions taken faster than
-        # their work is done: several workers, a batch) the work taken, whichever is more
-        used = max(now - self._hard_at, self._hard_given + self._hard_taken)
-        return r.est_cost_s <= spare + self._hard_given - used - self._hard_blocking + _EPS_S
+        left = _left(spare, self._hard_at, self._hard_given, self._hard_taken, now)
+        return r.est_cost_s <= left - self._hard_blocking + _EPS_S
 
     def _leads(self, r: Request) -> bool:
         """A client's request of the lead (the highest weight): due at its share of the wait."""
@@ -546,10 +546,7 @@ class RoleAwarePolicy:
                 yield r
 
     def _budget(self, now: float) -> float:
-        # the time used up since the scan: what has passed, or (decisions taken faster than
-        # their work is done) the work taken, whichever is more
-        used = max(now - self._slack_at, self._due_given + self._due_taken)
-        return self._slack + self._due_given - used
+        return _left(self._slack, self._slack_at, self._due_given, self._due_taken, now)
 
     # --- serving -------------------------------------------------------------------
     def _preferred(self) -> tuple[Request, ...]:
@@ -593,28 +590,19 @@ class RoleAwarePolicy:
             # deadline
             on_time = urgent is None or r is urgent or r.est_cost_s <= budget
             if on_time and self._fits_deadlines(r, now):
-                if r is urgent:
-                    self._due_given += r.est_cost_s
-                else:
-                    self._due_taken += r.est_cost_s
-                return self._take(r)
+                return self._take(r, urgent)
             break
         if urgent is None or not self._fits_deadlines(urgent, now):
             # the due order would push a deadline past: the next due that does not (the
             # lead's requests, due early, never push a client's), else deadline order
             for nxt in self._next_due(LOOKAHEAD):
                 if (accept is None or accept(nxt)) and self._fits_deadlines(nxt, now):
-                    self._due_taken += nxt.est_cost_s
-                    return self._take(nxt)
+                    return self._take(nxt, urgent)
             hard = self._next_hard()
             if hard is not None and (accept is None or accept(hard)):
-                self._due_taken += hard.est_cost_s
-                return self._take(hard)
+                return self._take(hard, urgent)
         if urgent is not None and (accept is None or accept(urgent)):
-            # NB: the time it takes is no longer work ahead of the later due times, so their
-            # slack does not shrink by it (the budget counts elapsed time as lost)
-            self._due_given += urgent.est_cost_s
-            return self._take(urgent)
+            return self._take(urgent, urgent)
         if accept is None:
             return None
         # a batch-mate that fits the batch. NB: past the deadline guard, as the urgent one
@@ -625,12 +613,18 @@ class RoleAwarePolicy:
         mate = _first_fit(self._prio, LOOKAHEAD, accept)
         return self._take(mate) if mate is not None else None
 
-    def _take(self, r: Request) -> Request:
+    def _take(self, r: Request, urgent: object = _NOT_DUE) -> Request:
+        """Serve `r`, counting it against the time the deadlines have to spare and, for a
+        decision in the due order (`urgent` its earliest due then), the due times'."""
         slot = self._e.slots.get(r.id)
         if slot is not None and slot.crit == self._scan and r is self._next_hard():
             self._hard_given += r.est_cost_s  # deadline order: no longer work ahead of any line
         else:
             self._hard_taken += r.est_cost_s  # out of it: the lines it went ahead of wait for it
+        if urgent is r:
+            self._due_given += r.est_cost_s  # the earliest due: likewise for the due times
+        elif urgent is not _NOT_DUE:
+            self._due_taken += r.est_cost_s
         self._work = max(0.0, self._work - r.est_cost_s)
         self._run = self._run + 1 if r.role == self.last_role else 0
         self.last_role, self.last_deadline_s = r.role, r.deadline_s
@@ -710,6 +704,14 @@ class RoleAwarePolicy:
 
 _EPS_S = 1e-9
 """Time to spare below this is none (sums of estimates round: an exact fit read as a miss)."""
+
+
+def _left(spare: float, since: float, given: float, taken: float, now: float) -> float:
+    """Time to spare `spare` (as of a scan at `since`) still left at `now`, with `given` work
+    taken since at the head of the order (no longer ahead of any line) and `taken` out of it.
+    The time used up is what has passed, or (decisions taken faster than their work is done:
+    several workers, a batch) the work taken, whichever is more."""
+    return spare + given - max(now - since, given + taken)
 
 
 def _first_fit(heap: list[_Entry], limit: int, accept: Accept) -> Request | None:
