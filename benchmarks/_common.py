@@ -27,6 +27,33 @@ def machine() -> dict[str, Any]:
     }
 
 
+def descendants(pid: int) -> list[int]:
+    """The processes `pid` started, and theirs, and so on (from /proc; gone ones skipped)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    family: list[int] = []
+    frontier = [pid]
+    while frontier:
+        p = frontier.pop()
+        kids = [c for c, pp in parents.items() if pp == p]
+        family += kids
+        frontier += kids
+    return family
+
+
+def rss_kib(pid: int) -> int:
+    """Resident memory of one process, KiB (from /proc); 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
+    except OSError:
+        return 0
+
+
 def table(rows: list[dict[str, Any]], columns: list[str]) -> str:
     def fmt(v: Any) -> str:
         return f"{v:.3g}" if isinstance(v, float) else str(v)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import random
 import socket
@@ -27,7 +26,7 @@ import time
 
 import httpx
 import numpy as np
-from _common import ROOT, save, table
+from _common import ROOT, descendants, rss_kib, save, table
 from _http_load import load
 
 ROLES = {"LEAD": 10.0, "RIVAL": 4.0, "MENTOR": 3.0, "FRIEND": 3.0, "GUARD": 1.5, "CLERK": 1.0,
@@ -52,19 +51,6 @@ def _cpu_s(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _children(pid: int) -> list[int]:
-    out: list[int] = []
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/children") as f:
-            out += [int(x) for x in f.read().split()]
-    return out
-
-
-def _rss_kib(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
 
 
 def _jobs(scenario: str, n: int, seed: int) -> list[tuple[str, str, dict[str, str]]]:
@@ -105,14 +91,14 @@ def run(scenario: str, policy: str, n: int, concurrency: int, processes: int, se
         for role, weight in ROLES.items():
             httpx.put(f"{url}/v1/roles/{role}", json={"weight": weight}).raise_for_status()
         asyncio.run(load(url, _jobs(scenario, 200, seed + 1000), concurrency))  # warm-up, not counted
-        rss_before = _rss_kib(proc.pid)
-        workers = _children(proc.pid)  # the espeak-ng worker processes
+        rss_before = rss_kib(proc.pid)
+        workers = descendants(proc.pid)  # the espeak-ng worker processes
         cpu_before = _cpu_s(proc.pid), sum(_cpu_s(w) for w in workers)
         answers, wall = asyncio.run(load(url, _jobs(scenario, n, seed), concurrency))
-        workers += [w for w in _children(proc.pid) if w not in workers]  # one replaced meanwhile
+        workers += [w for w in descendants(proc.pid) if w not in workers]  # one replaced meanwhile
         cpu_after = _cpu_s(proc.pid), sum(_cpu_s(w) for w in workers)
         time.sleep(1.0)  # let the engine drain what it still holds
-        rss_after = _rss_kib(proc.pid)
+        rss_after = rss_kib(proc.pid)
     finally:
         proc.terminate()
         proc.wait(20)

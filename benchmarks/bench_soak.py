@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import ROOT, save, table
+from _common import ROOT, descendants, rss_kib, save, table
 
 from engine.audio_io.output import OutputSettings, terminate_portaudio
 from engine.service import Engine, EngineSettings
@@ -32,27 +32,7 @@ SAMPLE_EVERY_S = 5.0
 
 def _rss_mb(pid: int) -> float:
     """Resident memory of `pid` and its descendants, MB (from /proc)."""
-    parents: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-    family, frontier = [pid], [pid]
-    while frontier:
-        p = frontier.pop()
-        kids = [c for c, pp in parents.items() if pp == p]
-        family += kids
-        frontier += kids
-    total = 0
-    for p in family:
-        try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-        except OSError:
-            continue
-    return total / 1024
+    return sum(rss_kib(p) for p in [pid, *descendants(pid)]) / 1024
 
 
 def _long_script(minutes: float, folder: Path) -> Path:
