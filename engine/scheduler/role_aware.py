@@ -44,6 +44,10 @@ from engine.scheduler.request import CLASS_FACTOR, Request, RequestClass
 from engine.scheduler.urgency import urgency
 
 _Entry = tuple[float, int, _Slot]
+_Judged = tuple[float, int, _Entry, float, float, bool]
+"""A scanned line as the deadline passes read it: (deadline, seq, entry, cost, latency less
+cost, a show's line). The passes read these, built in the scan, instead of each going back
+to the request (a scan is memory-bound: a server's queued requests are cold in the cache)."""
 _NOT_DUE = object()
 """`_take`'s `urgent` for a decision outside the due order (an ad-lib, a batch-mate)."""
 
@@ -292,13 +296,18 @@ class RoleAwarePolicy:
         last_scan = self._scan
         self._scan += 1
         seen: list[_Entry] = []  # in due order
-        judged: list[tuple[float, int, _Entry]] = []  # (deadline, seq, entry)
+        judged: list[_Judged] = []
         n_kept = 0
         late: list[_Entry] = []  # past their deadline, a client still waiting: in due order
         k = 0
         speed = self.speed() if self.speed is not None else None
+        # the slack over every line seen, in due order, as if nothing were deferred (the
+        # common case; else recounted below over what is kept)
+        slack, work = math.inf, 0.0
+        role_slack: dict[str, float] = {}
+        limit = self.scan_limit
         for k, entry in enumerate(edf):
-            if n_kept >= self.scan_limit:
+            if n_kept >= limit:
                 k -= 1
                 break
             slot = entry[2]
@@ -315,48 +324,58 @@ class RoleAwarePolicy:
                 if lat < cost:
                     lat = cost
             r.est_cost_s, r.est_latency_s = cost, lat
-            if r.deadline_s - now - lat < 0:
+            deadline, extra = r.deadline_s, lat - cost
+            if deadline - now - lat < 0:
                 # a client still waits for it: it stays in due order, unless it was held
                 # until its deadline passed (an overload that lasted: it goes by weight)
-                if slot.held != last_scan and not self._lost(r, now):
-                    seen.append(entry)
-                    late.append(entry)
-                continue  # its deadline cannot be met any more: no room is made for it
+                if slot.held == last_scan or self._lost(r, now):
+                    continue  # its deadline cannot be met any more: no room is made for it
+                late.append(entry)
+            else:
+                judged.append((deadline, entry[1], entry, cost, extra, not math.isfinite(r.give_up_s)))
+                n_kept += 1
             seen.append(entry)
-            judged.append((r.deadline_s, entry[1], entry))
-            n_kept += 1
-        deferred = self._overloaded(judged, now)
-        self._critical(late, judged, deferred, now)
-        scan, keep = self._scan, []
-        for e in seen:
-            if e[1] in deferred:
-                e[2].held = scan
-                self._held.append(e)  # out of the order until the next scan (still in `_prio`)
-                continue
-            keep.append(e)
-        edf[: k + 1] = keep  # garbage, lost and deferred lines leave the due order
-        slack, work = float("inf"), 0.0
-        role_slack: dict[str, float] = {}
-        for d, _, slot in keep:
-            r = slot.r
-            assert r is not None
-            work += r.est_cost_s
-            own = d - now - work - (r.est_latency_s - r.est_cost_s)
-            slack = min(slack, own)
+            work += cost
+            own = entry[0] - now - work - extra
+            if own < slack:
+                slack = own
             if own < role_slack.get(r.role, math.inf):
                 role_slack[r.role] = own
+        deferred = self._overloaded(judged, now)
+        self._critical(late, judged, deferred, now)
+        if deferred:
+            scan, keep = self._scan, []
+            for e in seen:
+                if e[1] in deferred:
+                    e[2].held = scan
+                    self._held.append(e)  # out of the order until the next scan (still in `_prio`)
+                    continue
+                keep.append(e)
+            slack, work = math.inf, 0.0
+            role_slack = {}
+            for d, _, slot in keep:
+                r = slot.r
+                assert r is not None
+                work += r.est_cost_s
+                own = d - now - work - (r.est_latency_s - r.est_cost_s)
+                slack = min(slack, own)
+                if own < role_slack.get(r.role, math.inf):
+                    role_slack[r.role] = own
+        else:
+            keep = seen
+        edf[: k + 1] = keep  # garbage, lost and deferred lines leave the due order
         self._slack, self._slack_at, self._work = slack, now, work
         self._due_given = self._due_taken = 0.0
         self._role_slack = role_slack
 
-    def _critical(self, late: list[_Entry], judged: list[tuple[float, int, _Entry]], deferred: set[int],
+    def _critical(self, late: list[_Entry], judged: list[_Judged], deferred: set[int],
                   now: float) -> None:  # fmt: skip
         """The kept lines in deadline order, behind the `late` ones a client still waits for
         (they go first), each with the least time to spare of the lines before it, and the
         least over all of them. The lines `deferred` count too while every deadline, theirs
         included, can be met; when not, the rule that deferred them decides who is late, and
         when not even so, there is nothing to guard."""
-        judged.sort()  # NB: (deadline, seq): seq is unique
+        judged.sort()  # NB: (deadline, seq, ...): seq is unique
         work = blocking = 0.0
         for e in late:
             r = e[2].r
@@ -379,8 +398,8 @@ class RoleAwarePolicy:
         self._hard_given = self._hard_taken = 0.0
 
     @staticmethod
-    def _guard(judged: list[tuple[float, int, _Entry]], skip: set[int], work: float, blocking: float,
-               scan: int, now: float) -> tuple[list[_Entry], float, float, float, bool]:  # fmt: skip
+    def _guard(judged: list[_Judged], skip: set[int], work: float, blocking: float, scan: int,
+               now: float) -> tuple[list[_Entry], float, float, float, bool]:  # fmt: skip
         """One pass over `judged` (in deadline order) but `skip`, behind `work`: marks each
         line with the scan and the least time to spare of the lines before it (of all, and of
         the shows' only); returns the lines, the least time to spare over them (all, shows'),
@@ -389,22 +408,19 @@ class RoleAwarePolicy:
         holds one until it is done), and whether every deadline can be met at all."""
         kept: list[_Entry] = []
         least = least_show = math.inf
-        for _, seq, e in judged:
+        for deadline, seq, e, cost, extra, show in judged:
             slot = e[2]
             if seq in skip:
                 slot.crit = -1  # not counted: checked against the least spare time of all
                 continue
-            r = slot.r
-            assert r is not None
-            work += r.est_cost_s
-            extra = r.est_latency_s - r.est_cost_s
+            work += cost
             if extra > blocking:
                 blocking = extra
             slot.crit, slot.crit_spare, slot.crit_show = scan, least, least_show
-            own = r.deadline_s - now - work - extra
+            own = deadline - now - work - extra
             if own < least:
                 least = own
-            if own < least_show and r.give_up_s == math.inf:
+            if show and own < least_show:
                 least_show = own
             kept.append(e)
         return kept, least, least_show, blocking, least >= -_EPS_S
@@ -437,7 +453,7 @@ class RoleAwarePolicy:
         """A client's request of the lead (the highest weight): due at its share of the wait."""
         return math.isfinite(r.give_up_s) and self.weights.get(r.role, r.voice.weight) >= self._lead_weight
 
-    def _overloaded(self, judged: list[tuple[float, int, _Entry]], now: float) -> set[int]:
+    def _overloaded(self, judged: list[_Judged], now: float) -> set[int]:
         """Which of these (live, deadline not yet passed; in due order) to defer so that
         every other deadline is met with `overload_reserve` of its remaining time spare: the
         lightest first (the longest, then the oldest, among equals), and only lighter than
@@ -448,15 +464,13 @@ class RoleAwarePolicy:
         client requests due early but with later deadlines never make its cue look lost
         (the deadline guard serves it in time)."""
         reserve, work = self.config.overload_reserve, 0.0
-        for d, _, entry in judged:  # first, the common case: every line fits with all before it
-            r = entry[2].r
-            assert r is not None
-            work += r.est_cost_s
-            if d - now - work - (r.est_latency_s - r.est_cost_s) < reserve * (d - now):
+        for d, _, _, cost, extra, _ in judged:  # first, the common case: every line fits with all before it
+            work += cost
+            if d - now - work - extra < reserve * (d - now):
                 return self._defer(judged, now)
         return set()  # (`_defer` counts no more work ahead of any line than this: it defers nothing)
 
-    def _defer(self, judged: list[tuple[float, int, _Entry]], now: float) -> set[int]:
+    def _defer(self, judged: list[_Judged], now: float) -> set[int]:
         """`_overloaded`'s rule itself (O(n log n))."""
         victims: list[tuple[float, float, int, _Entry]] = []
         deferred: set[int] = set()
@@ -464,13 +478,9 @@ class RoleAwarePolicy:
         clients: list[tuple[float, int, float]] = []  # (deadline, seq, cost) of client requests scanned
         client_work = client_due = 0.0  # their work; of it, what is due by the last show line's cue
         counted: set[int] = set()  # the client requests in `client_due`
-        for d, seq, entry in judged:
+        for d, seq, entry, cost, extra, show in judged:
             slot = entry[2]
-            r = slot.r
-            assert r is not None
-            cost, lat = r.est_cost_s, r.est_latency_s
             work += cost
-            show = not math.isfinite(r.give_up_s)
             if show:
                 while clients and clients[0][0] <= d:
                     _, c_seq, c_cost = heapq.heappop(clients)
@@ -485,10 +495,10 @@ class RoleAwarePolicy:
             spare = self.config.overload_reserve * (d - now)
             while victims:
                 ahead = work - (client_work - client_due) if show else work
-                if d - now - ahead - (lat - cost) >= spare:
+                if d - now - ahead - extra >= spare:
                     break
                 if victims[0][0] >= slot.weight:  # nothing lighter than this line is left
-                    if d - now - ahead - (lat - cost) < -_EPS_S:
+                    if d - now - ahead - extra < -_EPS_S:
                         deferred.add(seq)  # it cannot be met: among equals the latest due
                         work -= cost
                         if not show:

@@ -519,9 +519,9 @@ def test_the_overload_check_defers_what_the_full_rule_defers(
     for entry in p._edf:
         r = entry[2].r
         assert r is not None
-        r.est_cost_s, r.est_latency_s = p._estimate(r)
-        if r.deadline_s - now - r.est_latency_s >= 0:
-            judged.append((r.deadline_s, entry[1], entry))
+        cost, latency = p._estimate(r)
+        if r.deadline_s - now - latency >= 0:
+            judged.append((r.deadline_s, entry[1], entry, cost, latency - cost, r.give_up_s == float("inf")))
     assert p._overloaded(judged, now) == p._defer(judged, now)
 
 
