@@ -22,18 +22,16 @@ import os
 import signal
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import numpy as np
 from _common import ROOT, descendants, save, table
 from _http_load import load
 from _timed_serve import PARTS
-from bench_server_load import ROLES, _cpu_s, _free_port, _jobs, _wait_ready
+from bench_server_load import _cpu_s, _jobs, serve
 
 
 def _times(proc: subprocess.Popen[bytes], path: Path) -> dict[str, Any]:
@@ -70,17 +68,10 @@ def _thread_cpu(pid: int, threads: dict[str, int]) -> dict[str, float]:
 
 
 def run(scenario: str, policy: str, n: int, concurrency: int, seed: int, scratch: Path) -> dict[str, Any]:
-    port = _free_port()
     path = scratch / f"{policy}.json"
-    proc = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "_timed_serve.py"), "serve", "--port",
-                             str(port), "--metrics-port", "0", "--policy", policy, "--processes", "2"],
-                            cwd=ROOT, env={**os.environ, "TROUPE_POLICY_TIMES": str(path)})  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
+    proc, url = serve(scenario, policy, 2, concurrency, seed, script=ROOT / "benchmarks" / "_timed_serve.py",
+                      env={**os.environ, "TROUPE_POLICY_TIMES": str(path)})  # fmt: skip
     try:
-        _wait_ready(url, proc)
-        for role, weight in ROLES.items():
-            httpx.put(f"{url}/v1/roles/{role}", json={"weight": weight}).raise_for_status()
-        asyncio.run(load(url, _jobs(scenario, 200, seed + 1000), concurrency))  # warm-up, not counted
         before = _times(proc, path)
         workers = descendants(proc.pid)
         threads = before["threads"]

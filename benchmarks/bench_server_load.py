@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -76,21 +77,34 @@ def _wait_ready(url: str, proc: subprocess.Popen[bytes]) -> None:
         time.sleep(0.2)
 
 
-def run(scenario: str, policy: str, n: int, concurrency: int, processes: int, seed: int,
-        tolerance: float | None = None, lead_share: float | None = None) -> dict[str, object]:  # fmt: skip
+def serve(scenario: str, policy: str, processes: int, concurrency: int, seed: int,
+          extra: list[str] | None = None, script: Path = ROOT / "main.py",
+          env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:  # fmt: skip
+    """A fresh server (`script serve`) on a free port, its voice models warm, the roles
+    weighted and 200 requests of the scenario served (not counted); the caller stops it."""
     port = _free_port()
-    extra = ["--fifo-tolerance", str(tolerance)] if tolerance is not None else []
-    extra += ["--lead-share", str(lead_share)] if lead_share is not None else []
-    proc = subprocess.Popen([sys.executable, str(ROOT / "main.py"), "serve", "--port", str(port),
-                             "--metrics-port", "0", "--policy", policy, "--processes", str(processes),
-                             *extra],
-                            cwd=ROOT)  # fmt: skip
+    proc = subprocess.Popen([sys.executable, str(script), "serve", "--port", str(port), "--metrics-port", "0",
+                             "--policy", policy, "--processes", str(processes), *(extra or [])],
+                            cwd=ROOT, env=env)  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_ready(url, proc)
         for role, weight in ROLES.items():
             httpx.put(f"{url}/v1/roles/{role}", json={"weight": weight}).raise_for_status()
         asyncio.run(load(url, _jobs(scenario, 200, seed + 1000), concurrency))  # warm-up, not counted
+    except BaseException:
+        proc.terminate()
+        proc.wait(20)
+        raise
+    return proc, url
+
+
+def run(scenario: str, policy: str, n: int, concurrency: int, processes: int, seed: int,
+        tolerance: float | None = None, lead_share: float | None = None) -> dict[str, object]:  # fmt: skip
+    extra = ["--fifo-tolerance", str(tolerance)] if tolerance is not None else []
+    extra += ["--lead-share", str(lead_share)] if lead_share is not None else []
+    proc, url = serve(scenario, policy, processes, concurrency, seed, extra)
+    try:
         rss_before = rss_kib(proc.pid)
         workers = descendants(proc.pid)  # the espeak-ng worker processes
         cpu_before = _cpu_s(proc.pid), sum(_cpu_s(w) for w in workers)
