@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -521,7 +523,8 @@ def test_the_overload_check_defers_what_the_full_rule_defers(
         assert r is not None
         cost, latency = p._estimate(r)
         if r.deadline_s - now - latency >= 0:
-            judged.append((r.deadline_s, entry[1], entry, cost, latency - cost, r.give_up_s == float("inf")))
+            show = not math.isfinite(r.give_up_s)
+            judged.append((r.deadline_s, entry[1], entry, cost, latency - cost, show))
     assert p._overloaded(judged, now) == p._defer(judged, now)
 
 
