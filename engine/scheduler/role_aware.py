@@ -300,11 +300,8 @@ class RoleAwarePolicy:
         n_kept = 0
         late: list[_Entry] = []  # past their deadline, a client still waiting: in due order
         k = 0
+        lines: list[tuple[float, int, float, float, str]] = []  # what the slack is counted from
         speed = self.speed() if self.speed is not None else None
-        # the slack over every line seen, in due order, as if nothing were deferred (the
-        # common case; else recounted below over what is kept)
-        slack, work = math.inf, 0.0
-        role_slack: dict[str, float] = {}
         limit = self.scan_limit
         for k, entry in enumerate(edf):
             if n_kept >= limit:
@@ -335,14 +332,10 @@ class RoleAwarePolicy:
                 judged.append((deadline, entry[1], entry, cost, extra, not math.isfinite(r.give_up_s)))
                 n_kept += 1
             seen.append(entry)
-            work += cost
-            own = entry[0] - now - work - extra
-            if own < slack:
-                slack = own
-            if own < role_slack.get(r.role, math.inf):
-                role_slack[r.role] = own
+            lines.append((entry[0], entry[1], cost, extra, r.role))
         deferred = self._overloaded(judged, now)
         self._critical(late, judged, deferred, now)
+        keep = seen
         if deferred:
             scan, keep = self._scan, []
             for e in seen:
@@ -351,22 +344,28 @@ class RoleAwarePolicy:
                     self._held.append(e)  # out of the order until the next scan (still in `_prio`)
                     continue
                 keep.append(e)
-            slack, work = math.inf, 0.0
-            role_slack = {}
-            for d, _, slot in keep:
-                r = slot.r
-                assert r is not None
-                work += r.est_cost_s
-                own = d - now - work - (r.est_latency_s - r.est_cost_s)
-                slack = min(slack, own)
-                if own < role_slack.get(r.role, math.inf):
-                    role_slack[r.role] = own
-        else:
-            keep = seen
         edf[: k + 1] = keep  # garbage, lost and deferred lines leave the due order
-        self._slack, self._slack_at, self._work = slack, now, work
+        self._slack, self._work, self._role_slack = self._slack_over(lines, deferred, now)
+        self._slack_at = now
         self._due_given = self._due_taken = 0.0
-        self._role_slack = role_slack
+
+    @staticmethod
+    def _slack_over(lines: list[tuple[float, int, float, float, str]], skip: set[int],
+                    now: float) -> tuple[float, float, dict[str, float]]:  # fmt: skip
+        """The least time to spare over `lines` (due, seq, cost, latency less cost, role; in
+        due order) but `skip`, each behind all the work before it; that work; each role's least."""
+        slack, work = math.inf, 0.0
+        role_slack: dict[str, float] = {}
+        for due, seq, cost, extra, role in lines:
+            if seq in skip:
+                continue
+            work += cost
+            own = due - now - work - extra
+            if own < slack:
+                slack = own
+            if own < role_slack.get(role, math.inf):
+                role_slack[role] = own
+        return slack, work, role_slack
 
     def _critical(self, late: list[_Entry], judged: list[_Judged], deferred: set[int],
                   now: float) -> None:  # fmt: skip
