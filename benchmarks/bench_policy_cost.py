@@ -56,14 +56,9 @@ def _thread_cpu(pid: int, threads: dict[str, int]) -> dict[str, float]:
     kinds = {tid: next((k for k, prefix in THREADS.items() if name.startswith(prefix)), "other")
              for name, tid in threads.items()}  # fmt: skip
     out = dict.fromkeys([*THREADS, "other"], 0.0)
-    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        out[kinds.get(int(stat.parent.name), "other")] += (int(fields[11]) + int(fields[12])) / os.sysconf(
-            "SC_CLK_TCK"
-        )
+    for task in Path(f"/proc/{pid}/task").glob("[0-9]*"):
+        tid = int(task.name)
+        out[kinds.get(tid, "other")] += _cpu_s(pid, tid)
     return out
 
 

@@ -44,10 +44,11 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _cpu_s(pid: int) -> float:
-    """CPU time (user + system) a process has used so far; 0 once it is gone."""
+def _cpu_s(pid: int, tid: int | None = None) -> float:
+    """CPU time (user + system) a process, or one of its threads, has used so far; 0 once
+    it is gone."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
+        with open(f"/proc/{pid}/stat" if tid is None else f"/proc/{pid}/task/{tid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0
