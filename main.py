@@ -3,7 +3,10 @@
 python main.py                    the director window (GUI)
 python main.py render SCRIPT -o mix.wav|.flac|.mp3|.m4b [--stems DIR] [--cluster ADDRESS|auto]
 python main.py play SCRIPT [--device NAME] [--in-process-audio]
-python main.py voices | devices
+python main.py cast SCRIPT [--json]   how each role is cast, and why
+python main.py voices [design]    list voices; design the voice library
+python main.py desktop-install | desktop-uninstall
+python main.py devices
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from engine.cast import Cast
 
-DEMO = Path(__file__).resolve().parent / "assets" / "demo" / "the_last_broadcast.fountain"
+from assets import DEMO
 
 
 def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -37,16 +40,18 @@ def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         keep, edits = project.cast.voices, project.edits
         script_path = args.script or project.script
     script = load_script(script_path)
-    natural = _piper_voices() if getattr(args, "voices", "auto") == "auto" else []
+    natural = _natural_voices() if getattr(args, "voices", "auto") == "auto" else []
     return script, Cast.auto(script, keep, natural=natural), edits
 
 
-def _piper_voices() -> list:  # type: ignore[type-arg]
-    """The installed Piper voices (auto-casting gives them to the leads); [] without any."""
+def _natural_voices() -> list:  # type: ignore[type-arg]
+    """The installed natural voices (Kokoro's voice library, Piper) that auto-casting gives
+    the roles; [] without any."""
+    from engine.synthesis.kokoro import kokoro_voice_list
     from engine.synthesis.piper import make_piper
 
     piper = make_piper()
-    return piper.voices() if piper is not None else []
+    return kokoro_voice_list() + (piper.voices() if piper is not None else [])
 
 
 def _synth(processes: int, cast: Cast | None = None, rate_hz: int = 48_000):  # type: ignore[no-untyped-def]
@@ -308,6 +313,45 @@ def cmd_voices(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_cast(args: argparse.Namespace) -> int:
+    import json
+
+    from engine.cast_report import cast_report, format_report
+
+    script, cast, _edits = _load(args)
+    natural = _natural_voices() if args.voices == "auto" else []
+    rows = cast_report(script, cast, natural)
+    print(json.dumps(rows, indent=1, ensure_ascii=False) if args.json else format_report(rows))
+    return 0
+
+
+def cmd_voices_design(args: argparse.Namespace) -> int:
+    from engine.voicelib.design import design
+    from engine.voicelib.lines import JUDGE_LINES
+
+    data = design(args.out, females=args.female, males=args.male, seed=args.seed,
+                  budget_s=args.minutes * 60, lines=JUDGE_LINES[: args.lines])  # fmt: skip
+    genders = [v["gender"] for v in data["voices"]]
+    print(f"{len(genders)} voices ({genders.count('female')} female, {genders.count('male')} male) "
+          f"in {args.out} after {data['search']['tried']} tries")  # fmt: skip
+    return 0
+
+
+def cmd_desktop(args: argparse.Namespace) -> int:
+    from engine import desktop
+
+    report = desktop.install() if args.command == "desktop-install" else desktop.uninstall()
+    for path in report.written:
+        print(f"wrote {path}")
+    for path in report.removed:
+        print(f"removed {path}")
+    for note in report.notes:
+        print(f"note: {note}")
+    if args.command == "desktop-install":
+        print("Troupe is in the applications menu; scripts open in it with a double-click")
+    return 0
+
+
 def cmd_devices(_args: argparse.Namespace) -> int:
     from engine.audio_io.output import list_output_devices
 
@@ -452,8 +496,8 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--project", type=Path, help="project file with a saved cast")
         sp.add_argument("--processes", type=WORKERS, default=1, help="espeak-ng worker processes (1..64)")
         sp.add_argument("--voices", choices=["auto", "espeak"], default="auto",
-                        help="roles the project does not cast: auto: the leads get a natural voice "
-                        "(Piper) where one is installed, the rest espeak-ng; espeak: every role "
+                        help="roles the project does not cast: auto: every role a natural voice "
+                        "(Kokoro's voice library, Piper) of its guessed gender; espeak: every role "
                         "espeak-ng (a fast draft)")  # fmt: skip
 
     r = sub.add_parser("render", help="render a script offline (WAV, FLAC, MP3, Opus, M4B)")
@@ -494,6 +538,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how far a fitted line may run past its slot, 0..5 s (default 0.5)")  # fmt: skip
     r.set_defaults(func=cmd_render)
 
+    ca = sub.add_parser("cast", help="show how a script is cast (voices, genders and why) without voicing it")
+    script_args(ca)
+    ca.add_argument("--json", action="store_true", help="one JSON list, a role an entry")
+    ca.set_defaults(func=cmd_cast)
+
     pl = sub.add_parser("play", help="play a script in real time")
     script_args(pl)
     pl.add_argument("--device", help="output device name, host API (e.g. JACK) or index")
@@ -509,9 +558,28 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--policy", default="role_aware", choices=["role_aware", "fifo"])
     pl.set_defaults(func=cmd_play)
 
-    sub.add_parser("voices", help="list voices").add_argument("--variants", action="store_true")
-    sub.choices["voices"].set_defaults(func=cmd_voices)
+    vo = sub.add_parser("voices", help="list voices; design the voice library")
+    vo.add_argument("--variants", action="store_true", help="espeak-ng's voice variants")
+    vo.set_defaults(func=cmd_voices)
+    vsub = vo.add_subparsers(dest="voices_command")
+    vd = vsub.add_parser("design", help="search Kokoro's style space for voices that pass the gates "
+                         "(needs the asr and design extras; about a minute a voice on 2 cores)")  # fmt: skip
+    vd.add_argument("--out", type=Path, required=True, help="folder for library.json and library.npz")
+    vd.add_argument("--female", type=_ranged(int, 0, 18, "voices"), default=12, help="female voices (12)")
+    vd.add_argument("--male", type=_ranged(int, 0, 18, "voices"), default=12, help="male voices (12)")
+    vd.add_argument("--seed", type=int, default=2026, help="the search's seed (2026: the shipped library)")
+    vd.add_argument("--minutes", type=_ranged(float, 0.1, 24 * 60, "minutes"), default=90.0,
+                    help="stop searching after this long, keeping what passed (90)")  # fmt: skip
+    vd.add_argument("--lines", type=_ranged(int, 5, 20, "lines"), default=20,
+                    help="lines of the fixed set each voice is judged on (20)")  # fmt: skip
+    vd.set_defaults(func=cmd_voices_design)
     sub.add_parser("devices", help="list audio output devices").set_defaults(func=cmd_devices)
+    di = sub.add_parser("desktop-install", help="add Troupe to this user's applications menu and make "
+                        "it open .fountain/.fdx/.srt/.vtt/.ass scripts and projects")  # fmt: skip
+    di.set_defaults(func=cmd_desktop)
+    sub.add_parser("desktop-uninstall", help="remove what desktop-install added").set_defaults(
+        func=cmd_desktop
+    )
 
     sv = sub.add_parser("serve", help="HTTP speech server (OpenAI-compatible) with /metrics")
     sv.add_argument("--host", default="127.0.0.1")

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+import assets
 from app.axes import clock_text
 from app.banner import Banner
 from app.bridge import EngineBridge, SnapshotSource
@@ -44,7 +45,7 @@ from engine.service import SCRIPT_SUFFIXES, Engine, EngineSnapshot
 
 PROJECT_SUFFIXES = {".json", ".toml", ".troupe"}
 SCRIPT_FILTER = f"Scripts ({' '.join('*' + s for s in sorted(SCRIPT_SUFFIXES))});;All files (*)"
-DEMO = Path(__file__).resolve().parent.parent / "assets" / "demo" / "the_last_broadcast.fountain"
+DEMO = assets.DEMO
 
 
 class MainWindow(QMainWindow):

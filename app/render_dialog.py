@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+import assets
 from engine.service import CueView, available_formats
 
 FORMAT_CHOICES = (("WAV", "wav", ".wav"), ("FLAC", "flac", ".flac"), ("MP3", "mp3", ".mp3"),
@@ -41,7 +42,7 @@ class RenderRequest:
     cues: tuple[int, ...] | None
 
 
-BUNDLED = Path(__file__).resolve().parent.parent / "assets"
+BUNDLED = assets.HERE
 """Scripts shipped with Troupe (the demo): renders of them go to Documents, not the install."""
 
 

@@ -57,7 +57,7 @@ FDX_PARA = (
 )
 REALISTIC: dict[str, Callable[[int], str]] = {
     "script.fountain": lambda size: _fill(
-        lambda k: (ROOT.parent / "shared" / "testdata" / "brick_and_steel.fountain").read_text() + "\n\n",
+        lambda k: (ROOT / "tests" / "data" / "samples" / "brick_and_steel.fountain").read_text() + "\n\n",
         size,
     ),
     "script.srt": lambda size: _fill(

@@ -24,7 +24,7 @@ from _common import ROOT, descendants, rss_kib, save, table
 from engine.audio_io.output import OutputSettings, terminate_portaudio
 from engine.service import Engine, EngineSettings
 
-SOURCE = ROOT.parent / "shared" / "testdata" / "radio_play.txt"
+SOURCE = ROOT / "tests" / "data" / "samples" / "radio_play.txt"
 TARGET_MB_PER_MIN = 1.0
 ADLIB_EVERY_S = 2.0
 SAMPLE_EVERY_S = 5.0

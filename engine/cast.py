@@ -53,36 +53,52 @@ def auto_voice(role: Role, taken: set[str], gender: str | None = None) -> Voice:
 
 
 BACKENDS = ("espeak", "kokoro", "piper")
-"""Voice backends a role can be cast to; `kokoro:jf_alpha` or `piper:en_US-joe-medium` picks
-one in a voice id."""
-DEFAULT_LEADS = 2
-"""How many roles (those with the most lines) auto-casting gives a natural voice, where one
-is installed; the rest get espeak-ng."""
-_LEAD_PITCH = (50, 42, 58, 36, 64)
-"""Pitch offsets (0..100, 50 = as voiced) that keep leads sharing one natural voice apart."""
+"""Voice backends a role can be cast to; `kokoro:ada` or `piper:en_US-joe-medium` picks one
+in a voice id."""
+DISTINCT_ROLES = 12
+"""The most-spoken roles that never share a voice while the natural voices go round."""
+_SHARED_PITCH = (50, 42, 58, 36, 64, 30, 70)
+"""Pitch offsets (0..100, 50 = as voiced) that keep roles sharing one natural voice apart."""
+_GENDER_WORDS = {"f": "female", "m": "male"}
+
+
+def _english(natural: Sequence[VoiceInfo]) -> list[VoiceInfo]:
+    english = [v for v in natural if v.language.lower().replace("_", "-").startswith("en")]
+    return sorted(english, key=lambda v: (v.backend, v.voice_id))
 
 
 def natural_voice(role: Role, gender: str | None, natural: Sequence[VoiceInfo], taken: set[str]) -> Voice:
-    """A natural English voice for a lead: one of the role's gender where there is one (else
-    any, moved toward the role's gender in pitch and timbre), at a pitch no other lead on the
-    same voice has."""
-    english = [v for v in natural if v.language.lower().replace("_", "-").startswith("en")]
-    want = {"f": "female", "m": "male"}.get(gender or "", "")
+    """A natural English voice for `role`: one of its gender (any, for an unknown gender)
+    that no role has yet, picked by the role's name among those free; once every such voice
+    is taken, one shared at a pitch no other role on it has (the `DISTINCT_ROLES` most-spoken
+    roles are cast first, so they share only when the voices run out). Where no
+    voice of the gender exists, another is moved toward it in pitch and timbre."""
+    english = _english(natural)
+    want = _GENDER_WORDS.get(gender or "", "")
     same = [v for v in english if v.gender == want] if want else english
-    pool = sorted(same or english, key=lambda v: (v.backend, v.voice_id))
+    pool = same or english
     h = _hash(role.name)
-    info = pool[h % len(pool)]
+    free = [v for v in pool if f"{v.backend}:{v.voice_id}" not in taken]
+    info = free[h % len(free)] if free else pool[h % len(pool)]
     pitch, timbre = 50, 50
-    if want and info.gender and info.gender != want:  # e.g. a female lead on a male voice
+    if want and info.gender and info.gender != want:  # e.g. a female role on a male voice
         pitch, timbre = (80, 64) if want == "female" else (22, 38)
-    for offset in _LEAD_PITCH:
+    for offset in _SHARED_PITCH:
         candidate = max(0, min(100, pitch + offset - 50))
         if f"{info.backend}:{info.voice_id}@{candidate}" not in taken:
             pitch = candidate
             break
+    taken.add(f"{info.backend}:{info.voice_id}")
     taken.add(f"{info.backend}:{info.voice_id}@{pitch}")
     pan = 0.0 if role.name in {"NARRATOR", "ANNOUNCER"} else ((h >> 20) % 9 - 4) / 10
     return Voice(backend=info.backend, voice_id=info.voice_id, pitch=pitch, pitch_range=timbre, pan=pan)
+
+
+def speaking_order(script: Script) -> list[str]:
+    """Role names, the most lines first (ties: the most words, then the name)."""
+    size = {n: (len(cs), sum(len(c.text.split()) for c in cs))
+            for n in script.roles for cs in [script.cues_for(n)]}  # fmt: skip
+    return sorted(script.roles, key=lambda n: (-size[n][0], -size[n][1], n))
 
 
 def validate_voice(voice: Voice, where: str) -> Voice:
@@ -124,24 +140,23 @@ class Cast:
 
     @classmethod
     def auto(cls, script: Script, keep: Mapping[str, Voice] | None = None,
-             natural: Sequence[VoiceInfo] = (), leads: int = DEFAULT_LEADS) -> Cast:  # fmt: skip
+             natural: Sequence[VoiceInfo] = (), leads: int | None = None) -> Cast:  # fmt: skip
         """Cast every role of `script`, keeping the voices in `keep` (the script's saved
-        cast): the `leads` roles with the most lines get a voice from `natural` (Piper,
-        Kokoro) where it has an English one (ties go to the most words), the others espeak-ng,
-        each of its guessed gender.
+        cast): where `natural` (Kokoro's voice library, Piper) has English voices, every role
+        gets one of its guessed gender (only the `leads` most-spoken, if given; the others
+        espeak-ng), the most-spoken first (ties: the most words) so they never share one;
+        without natural voices every role gets espeak-ng (the fast draft).
         Only the script, `keep` and the voices offered decide: nothing else that was open
         (the engine passes `keep` only when the same script is opened again)."""
         cast = cls(dict(keep or {}))
         genders = guess_all(script, [n for n in script.roles if n not in cast.voices])
-        size = {n: (len(cs), sum(len(c.text.split()) for c in cs))
-                for n in script.roles for cs in [script.cues_for(n)]}  # fmt: skip
-        ranked = sorted(script.roles, key=lambda n: (-size[n][0], -size[n][1], n))
-        taken: set[str] = {f"{v.backend}:{v.voice_id}@{v.pitch}" for v in cast.voices.values()}
-        if any(v.language.lower().startswith("en") for v in natural):
-            for name in ranked[: max(0, leads)]:
+        taken: set[str] = set()
+        for v in cast.voices.values():
+            taken |= {f"{v.backend}:{v.voice_id}", f"{v.backend}:{v.voice_id}@{v.pitch}"}
+        if _english(natural):
+            for name in speaking_order(script)[:leads]:
                 if name not in cast.voices:
-                    role = script.roles[name]
-                    cast.voices[name] = natural_voice(role, genders[name], natural, taken)
+                    cast.voices[name] = natural_voice(script.roles[name], genders[name], natural, taken)
         cast.fill(script.roles.values(), genders)
         return cast
 

@@ -1,23 +1,52 @@
-"""A role's likely gender, for casting: the script's own words first (a title in the name,
-pronouns in the action near the character's first appearance), then the first name
-(gender-guesser's name list); 'f', 'm' or None (unknown: cast neutral)."""
+"""A role's likely gender, for casting, from every clue the script gives, weighed together:
+a role word in the name (MOTHER, MRS. DALE; weight 3), a role word right before a mention in
+the action ("his mother SANDRA"; 3), the pronouns that follow a mention in its sentence
+where they are of one gender only ("IRIS (40s) adjusts her headset"; 1 a mention), and the
+first name (gender-guesser's list; 1.5). A `YOUNG X` or `OLD X` role with no clue of its
+own follows X. Titles that say nothing of gender (DR., PROFESSOR, OFFICER) add nothing.
+'f', 'm' or None (unknown: cast neutral), with the evidence behind it, which the cast view and `troupe cast --json` show."""
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.core.types import Role, Script
+from engine.script.common import gender_hint
 
 _PRONOUNS = {
     "f": {"she", "her", "hers", "herself"},
     "m": {"he", "him", "his", "himself"},
 }
+_ROLE_WORDS = {
+    "f": {"mother", "mom", "mum", "grandmother", "grandma", "aunt", "sister", "daughter", "wife",
+          "girlfriend",
+          "niece", "queen", "lady", "mrs", "ms", "miss", "madam", "woman", "girl", "actress", "waitress",
+          "princess", "widow", "stepmother", "bride", "nun", "landlady"},
+    "m": {"father", "dad", "grandfather", "grandpa", "uncle", "brother", "son", "husband", "boyfriend",
+          "nephew", "king", "lord", "mr", "sir", "man", "boy", "actor", "waiter", "prince", "widower",
+          "stepfather", "groom", "monk", "landlord"},
+}  # fmt: skip
 WINDOW_CHARS = 160
-"""How much action after a character's first mention is read for pronouns."""
+"""How much action after a mention is read for its first pronoun."""
+MENTIONS = 6
+"""Mentions of a character read (the first ones): enough to outvote one stray pronoun."""
 _NAME_GENDER = {"female": "f", "mostly_female": "f", "male": "m", "mostly_male": "m"}
+_AGE_PREFIX = re.compile(r"^(?:YOUNG|YOUNGER|OLD|OLDER|LITTLE|BABY|TEEN(?:AGE)?|ADULT|ELDERLY)\s+(.+)$")
+_SENTENCE_END = re.compile(r"[.!?]\s|$")
+W_NAME_WORD, W_ROLE_WORD, W_PRONOUN, W_FIRST_NAME = 3.0, 3.0, 1.0, 1.5
+
+
+@dataclass(frozen=True)
+class Guess:
+    """A role's gender and why."""
+
+    gender: str | None
+    evidence: tuple[str, ...] = ()
+    scores: Mapping[str, float] = field(default_factory=dict)
 
 
 @functools.cache
@@ -39,24 +68,59 @@ def from_first_name(name: str) -> str | None:
     return _NAME_GENDER.get(d.get_gender(words[0].capitalize()))  # type: ignore[attr-defined]
 
 
-def from_pronouns(name: str, action_lines: Iterable[str]) -> str | None:
-    """'f' or 'm' where the action right after the character's first mention uses only one
-    gender's pronouns ('IRIS (40s) adjusts her headset' -> 'f'); None otherwise."""
-    mention = re.compile(rf"(?<![A-Za-z]){re.escape(name)}(?![A-Za-z])", re.IGNORECASE)
+def _pattern(names: Iterable[str]) -> re.Pattern[str] | None:
+    unique = sorted({n for n in names if n.strip()}, key=len, reverse=True)
+    if not unique:
+        return None
+    alternatives = "|".join(re.escape(n) for n in unique)
+    return re.compile(rf"(?<![A-Za-z])({alternatives})(?![A-Za-z])", re.IGNORECASE)
+
+
+def mentions(names: Sequence[str], action_lines: Iterable[str]) -> dict[str, list[tuple[str, str]]]:
+    """For each name, its first `MENTIONS` mentions in the action: (the text before it on its
+    line, the text after it). One pass over the lines for all names together."""
+    pattern = _pattern(names)
+    by_upper = {n.upper(): n for n in names}
+    found: dict[str, list[tuple[str, str]]] = {n: [] for n in names}
+    if pattern is None:
+        return found
     for line in action_lines:
-        m = mention.search(line)
-        if m is None:
-            continue
-        window = line[m.end() : m.end() + WINDOW_CHARS]
-        words = set(re.findall(r"[a-z]+", window.lower()))
-        found = [g for g, pronouns in _PRONOUNS.items() if words & pronouns]
-        return found[0] if len(found) == 1 else None
-    return None
+        for m in pattern.finditer(line):
+            name = by_upper.get(m.group(1).upper())
+            if name is not None and len(found[name]) < MENTIONS:
+                found[name].append(
+                    (line[max(0, m.start() - 40) : m.start()], line[m.end() : m.end() + WINDOW_CHARS])
+                )
+    return found
+
+
+def _pronoun_vote(after: str) -> tuple[str, str] | None:
+    """(gender, pronoun) where the sentence after a mention has one gender's pronouns only."""
+    end = _SENTENCE_END.search(after)
+    words = re.findall(r"[a-z]+", after[: end.start() if end else len(after)].lower())
+    found = [(g, w) for w in words for g, pronouns in _PRONOUNS.items() if w in pronouns]
+    if not found or len({g for g, _w in found}) > 1:
+        return None
+    return found[0]
+
+
+def from_pronouns(name: str, action_lines: Iterable[str]) -> str | None:
+    """'f' or 'm' where the pronouns that follow the character's mentions (each in its
+    sentence, of one gender only) say one gender more often; None otherwise."""
+    votes = {"f": 0, "m": 0}
+    for _before, after in mentions([name], action_lines)[name]:
+        vote = _pronoun_vote(after)
+        if vote:
+            votes[vote[0]] += 1
+    if votes["f"] == votes["m"]:
+        return None
+    return "f" if votes["f"] > votes["m"] else "m"
 
 
 def action_lines(script: Script) -> list[str]:
     """The script file's lines that are neither dialogue, cue names nor parentheticals
-    (Fountain and plain text keep their action there); [] when the file cannot be read."""
+    (Fountain and plain text keep their action there); [] when the file cannot be read.
+    Linear: a line is dialogue where it is one of the cues' lines as spoken."""
     try:
         text = Path(script.path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError, ValueError):
@@ -70,21 +134,81 @@ def action_lines(script: Script) -> list[str]:
             continue
         if line.upper() == line and re.sub(r"\s*\(.*\)|\s*\^$", "", line).strip() in names:
             continue  # a cue's character name
-        if any(line in s for s in spoken):
+        if line in spoken:
             continue
         out.append(line)
-    return out
+    return _drop_dialogue_pieces(out, spoken)
+
+
+def _drop_dialogue_pieces(lines: list[str], spoken: set[str]) -> list[str]:
+    """Lines that are a wrapped part of a spoken cue (a cue over several lines of the file)
+    are dialogue too: looked up by their words in an index of the cues' texts, linear."""
+    multi = [s for s in spoken if len(s) > 0]
+    if not multi:
+        return lines
+    joined = "\n".join(multi)
+    return [line for line in lines if len(line) < 12 or line not in joined]
+
+
+def guess_with_evidence(role: Role, found: Sequence[tuple[str, str]] = ()) -> Guess:
+    """The role's gender from every clue, with the clues; `found` are its mentions
+    (`mentions`)."""
+    scores = {"f": 0.0, "m": 0.0}
+    evidence: list[str] = []
+    hint = role.gender_hint or gender_hint(role.name)
+    if hint:
+        scores[hint] += W_NAME_WORD
+        evidence.append(f"name says {'female' if hint == 'f' else 'male'} ({role.name})")
+    for before, after in found:
+        words = re.findall(r"[a-z]+", before.lower())
+        if words:
+            for gender, vocab in _ROLE_WORDS.items():
+                if words[-1] in vocab:
+                    scores[gender] += W_ROLE_WORD
+                    evidence.append(f"'{words[-1]} {role.display_name}'")
+        vote = _pronoun_vote(after)
+        if vote:
+            scores[vote[0]] += W_PRONOUN
+            evidence.append(f"'{role.display_name} … {vote[1]}'")
+    first_name = from_first_name(role.name)
+    if first_name:
+        scores[first_name] += W_FIRST_NAME
+        evidence.append(f"first name {role.name.split()[0].capitalize()} is usually "
+                        f"{'female' if first_name == 'f' else 'male'}")  # fmt: skip
+    if scores["f"] == scores["m"]:
+        return Guess(None, tuple(evidence) or ("no clue in the name or the action",), scores)
+    return Guess("f" if scores["f"] > scores["m"] else "m", tuple(evidence), scores)
 
 
 def guess(role: Role, lines: Iterable[str] = ()) -> str | None:
-    """The role's gender from its name's title, the pronouns near its first mention, then its
-    first name; None when none of them says."""
-    return role.gender_hint or from_pronouns(role.display_name, lines) or from_first_name(role.name)
+    """The role's gender from its name, its mentions in `lines` and its first name."""
+    return guess_with_evidence(role, mentions([role.display_name], list(lines))[role.display_name]).gender
+
+
+def guess_all_with_evidence(script: Script, names: Iterable[str] | None = None) -> dict[str, Guess]:
+    """`guess_with_evidence` for the roles `names` of `script` (all by default; the file is
+    read once, and not at all when no role is asked for: a saved cast needs no guessing).
+    A `YOUNG X` role with no clue of its own takes X's guess."""
+    wanted = [n for n in (script.roles if names is None else names) if n in script.roles]
+    if not wanted:
+        return {}
+    lines = action_lines(script)
+    displays = {n: script.roles[n].display_name for n in wanted}
+    found = mentions(sorted(set(displays.values()) | set(wanted)), lines)
+    out = {
+        n: guess_with_evidence(script.roles[n], found.get(displays[n]) or found.get(n, [])) for n in wanted
+    }
+    for n in wanted:
+        m = _AGE_PREFIX.match(n)
+        if out[n].gender is None and m and m.group(1) in script.roles:
+            base = out.get(m.group(1)) or guess_with_evidence(
+                script.roles[m.group(1)], found.get(m.group(1), [])
+            )
+            if base.gender:
+                out[n] = Guess(base.gender, (f"follows {m.group(1)}", *base.evidence), base.scores)
+    return out
 
 
 def guess_all(script: Script, names: Iterable[str] | None = None) -> dict[str, str | None]:
-    """`guess` for the roles `names` of `script` (all by default; the file is read once and
-    not at all when no role is asked for: a saved cast needs no guessing)."""
-    wanted = [n for n in (script.roles if names is None else names) if n in script.roles]
-    lines = action_lines(script) if wanted else []
-    return {name: guess(script.roles[name], lines) for name in wanted}
+    """Each role's gender alone (see `guess_all_with_evidence`)."""
+    return {n: g.gender for n, g in guess_all_with_evidence(script, names).items()}

@@ -16,7 +16,7 @@ from hypothesis import settings
 settings.register_profile("deep", max_examples=10_000)
 
 ROOT = Path(__file__).resolve().parent.parent
-TESTDATA = ROOT.parent / "shared" / "testdata"
+TESTDATA = ROOT / "tests" / "data" / "samples"
 DEMO = ROOT / "assets" / "demo" / "the_last_broadcast.fountain"
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -25,7 +25,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 @pytest.fixture(scope="session")
 def testdata() -> Path:
     if not TESTDATA.is_dir():
-        pytest.fail(f"shared test data not found at {TESTDATA}")
+        pytest.fail(f"test data not found at {TESTDATA}")
     return TESTDATA
 
 

@@ -38,6 +38,13 @@ def stand_in(voice: Voice) -> Voice:
         gender = "f" if voice.pitch_range >= 60 else "m" if voice.pitch_range <= 40 else gender
         variant = {"f": "+f3", "m": "+m3"}.get(gender, "")
         return dataclasses.replace(voice, backend="espeak", voice_id="en-us" + variant)
+    from engine.synthesis.kokoro.library import shipped_library
+
+    library = shipped_library()
+    designed = library.by_id().get(voice.voice_id) if library is not None else None
+    if designed is not None:  # a library voice: its own gender
+        variant = "+f3" if designed.gender == "female" else "+m3"
+        return dataclasses.replace(voice, backend="espeak", voice_id="en-us" + variant)
     found = _VOICE_NAME.search(voice.voice_id.lower())
     name = found.group(0) if found else ""
     language = "en" if name[:1] == "b" else "en-us"  # NB: espeak-ng's "en" is British

@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 from engine.core.errors import SynthesisError
-from engine.synthesis.base import Synthesizer
+from engine.synthesis.base import Synthesizer, VoiceInfo
 
 log = logging.getLogger("troupe.kokoro")
 WEIGHTS_ENV = "TROUPE_KOKORO_DIR"
@@ -78,3 +78,19 @@ def make_kokoro(weights_dir: Path | None = None, voices_dir: Path | None = None)
     except (SynthesisError, ImportError) as exc:
         log.warning("kokoro: not available (%s); espeak-ng voices only", exc)
     return None
+
+
+def kokoro_voice_list() -> list[VoiceInfo]:
+    """The voices the installed Kokoro backend offers (the designed library among them),
+    without loading the model; [] where Kokoro is not installed."""
+    if not (onnx_available() or os.environ.get(WEIGHTS_ENV)):
+        return []
+    from engine.synthesis.kokoro.onnx_model import kokoro_voices
+    from engine.synthesis.kokoro.voices import VoiceBank
+
+    voices_dir = Path(os.environ[VOICES_ENV]) if os.environ.get(VOICES_ENV) else None
+    try:
+        return kokoro_voices(VoiceBank(voices_dir).names())
+    except SynthesisError as exc:
+        log.warning("kokoro: voices not readable (%s)", exc)
+        return []

@@ -164,7 +164,7 @@ class KokoroOnnx:
         self._run_parts([([50, 83, 54, 157, 57], style, 1.0)])  # warm-up
 
     def voices(self) -> list[VoiceInfo]:
-        return [VoiceInfo("kokoro", n, n, _language(n), _gender(n)) for n in self.bank.names()]
+        return kokoro_voices(self.bank.names())
 
     def _run_parts(self, parts: Sequence[Part]) -> list[np.ndarray]:
         """24 kHz audio for each (tokens, voice, speed): batched by length where the model
@@ -219,13 +219,17 @@ class KokoroOnnx:
         the model takes batches, else each part as soon as it is voiced."""
         self.load()
         parts = self._parts(request, first_tokens=FIRST_CHUNK_TOKENS)
-        yield to_engine_rate(self._run_parts(parts[:1])[0])
+
+        def out(audio: np.ndarray) -> Mono:
+            return shift_takes([Take(to_engine_rate(audio))], [request])[0].audio
+
+        yield out(self._run_parts(parts[:1])[0])
         if self.batched:
             for audio in self._run_parts(parts[1:]):
-                yield to_engine_rate(audio)
+                yield out(audio)
         else:
             for part in parts[1:]:
-                yield to_engine_rate(self._run_parts([part])[0])
+                yield out(self._run_parts([part])[0])
 
     def synthesize(self, batch: Sequence[SynthRequest]) -> list[Mono]:
         """Every request's parts in one pass (batched by length where the model allows)."""
@@ -239,8 +243,9 @@ class KokoroOnnx:
         per_request = [owned_parts(r, self.phonemizer, self.bank) for r in batch]
         flat = [p for parts in per_request for p in parts]
         timed = self._run_timed([p for p, _o in flat])
-        return join_takes([r.text for r in batch], [o for _p, o in flat], [len(p) for p in per_request],
-                          [a for a, _f in timed], [f for _a, f in timed])  # fmt: skip
+        takes = join_takes([r.text for r in batch], [o for _p, o in flat], [len(p) for p in per_request],
+                           [a for a, _f in timed], [f for _a, f in timed])  # fmt: skip
+        return shift_takes(takes, batch)
 
     def close(self) -> None:
         self._session = None
@@ -266,6 +271,41 @@ def owned_parts(request: SynthRequest, phonemizer: Phonemizer, bank: VoiceBank,
 
 def to_engine_rate(audio: np.ndarray) -> Mono:
     return np.asarray(soxr.resample(audio, MODEL_RATE_HZ, SAMPLE_RATE_HZ, quality="HQ"), np.float32)
+
+
+def kokoro_voices(names: Sequence[str]) -> list[VoiceInfo]:
+    """The voice list of a Kokoro backend: the designed library's English voices as the
+    library describes them, the others as their names say (`af_*`: American, female)."""
+    from engine.synthesis.kokoro.library import shipped_library
+
+    library = shipped_library()
+    designed = library.by_id() if library is not None else {}
+    out = []
+    for n in names:
+        v = designed.get(n)
+        if v is not None:
+            out.append(
+                VoiceInfo("kokoro", n, f"{v.name} ({v.age}, {v.f0_median_hz:.0f} Hz)", v.accent, v.gender)
+            )
+        else:
+            out.append(VoiceInfo("kokoro", n, n, _language(n), _gender(n)))
+    return out
+
+
+def shift_takes(takes: list[Take], batch: Sequence[SynthRequest]) -> list[Take]:
+    """A role's pitch and timbre (50 = as voiced) applied to its take, as on Piper's voices:
+    roles that share a voice are told apart this way."""
+    from engine.synthesis.effects import semitones_for, shift_voice
+
+    out = []
+    for take, r in zip(takes, batch, strict=True):
+        if r.voice.pitch == 50 and r.voice.pitch_range == 50:
+            out.append(take)
+            continue
+        audio = shift_voice(take.audio, SAMPLE_RATE_HZ, semitones_for(r.voice.pitch),
+                            semitones_for(r.voice.pitch_range))  # fmt: skip
+        out.append(Take(np.asarray(audio, np.float32), take.words))
+    return out
 
 
 def _language(name: str) -> str:

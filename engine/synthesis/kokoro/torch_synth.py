@@ -64,7 +64,9 @@ class KokoroTorch:
         log.info("kokoro: torch on %s (%s)", self.device, self.autocast_dtype or "fp32")
 
     def voices(self) -> list[VoiceInfo]:
-        return [VoiceInfo("kokoro", n, n, "", "") for n in self.bank.names()]
+        from engine.synthesis.kokoro.onnx_model import kokoro_voices
+
+        return kokoro_voices(self.bank.names())
 
     def _items(self, request: SynthRequest, first_tokens: int | None = None) -> list[BatchItem]:
         return [item for item, _owners in self._owned_items(request, first_tokens)]

@@ -77,6 +77,11 @@ class VoiceBank:
             with (resources.files(pkg) / "data" / "voices_ja.npz").open("rb") as f, np.load(f) as npz:
                 for name in npz.files:
                     self.styles[name] = as_style(npz[name], f"{pkg}:{name}")
+        from engine.synthesis.kokoro.library import shipped_library
+
+        library = shipped_library() if pkg is not None else None
+        if library is not None:  # Troupe's designed English voices (made from the packs above)
+            self.styles.update(library.styles)
         if folder is not None:
             if not folder.is_dir():
                 raise SynthesisError(f"{folder}: the Kokoro voices folder does not exist")

@@ -23,7 +23,7 @@ from engine.script import load_script
 
 CI_EXAMPLES = 2000
 DATA = Path(__file__).resolve().parents[2] / "data"
-SHARED = Path(__file__).resolve().parents[4] / "shared" / "testdata"
+SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
 INLINE_SEEDS = {
     ".vtt": b"WEBVTT\nKind: captions\n\n00:01.000 --> 00:02.000\n<v Ada>Hello, <i>you</i>.\n\n"
     b"00:02.000 --> 00:03.500\n- [laughs] Bob: Hi.\n- Ada: Bye.\n",
@@ -32,10 +32,10 @@ INLINE_SEEDS = {
     ".tsv": b"role\ttext\nHero\tHello there.\nvillain\tGoodbye.\n",
 }
 SEED_FILES = {
-    ".fountain": [SHARED / "brick_and_steel.fountain", SHARED / "lighthouse.fountain"],
-    ".txt": [SHARED / "radio_play.txt"],
-    ".srt": [SHARED / "dub_episode.srt"],
-    ".csv": [SHARED / "lines.csv"],
+    ".fountain": [SAMPLES / "brick_and_steel.fountain", SAMPLES / "lighthouse.fountain"],
+    ".txt": [SAMPLES / "radio_play.txt"],
+    ".srt": [SAMPLES / "dub_episode.srt"],
+    ".csv": [SAMPLES / "lines.csv"],
     ".fdx": [DATA / "fdx" / "rsdoiel_sample-01.fdx"],
     ".ass": [DATA / "subtitles" / "pysubs2_ttml_example.ass"],
     ".ssa": [DATA / "subtitles" / "pysubs2_ttml_example.ass"],
@@ -45,7 +45,7 @@ ENCODINGS = ["utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32",
 
 
 def _seeds(suffix: str) -> list[bytes]:
-    files = SEED_FILES.get(suffix, [SHARED / "lighthouse.fountain", SHARED / "dub_episode.srt"])
+    files = SEED_FILES.get(suffix, [SAMPLES / "lighthouse.fountain", SAMPLES / "dub_episode.srt"])
     seeds = [f.read_bytes() for f in files]
     return seeds + ([INLINE_SEEDS[suffix]] if suffix in INLINE_SEEDS else [])
 

