@@ -4,7 +4,8 @@ the action ("his mother SANDRA"; 3), the pronouns that follow a mention in its s
 where they are of one gender only ("IRIS (40s) adjusts her headset"; 1 a mention), and the
 first name (gender-guesser's list; 1.5). A `YOUNG X` or `OLD X` role with no clue of its
 own follows X. Titles that say nothing of gender (DR., PROFESSOR, OFFICER) add nothing.
-'f', 'm' or None (unknown: cast neutral), with the evidence behind it, which the cast view and `troupe cast --json` show."""
+'f', 'm' or None (unknown: cast neutral), with the evidence behind it, which the cast view
+and `troupe cast --json` show."""
 
 from __future__ import annotations
 
