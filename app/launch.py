@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from pathlib import Path
 from dataclasses import replace
 
 from PySide6.QtCore import QTimer
@@ -30,7 +31,11 @@ def run_gui(args: argparse.Namespace) -> int:
         settings = replace(settings, output=replace(settings.output, device=args.device))
     engine = Engine(settings)
     window = MainWindow(engine)
-    window.open_script(getattr(args, "gui_script", None) or DEMO)
+    given = getattr(args, "gui_script", None)
+    if given is not None:  # a double-click in the file manager: a script or a project
+        window.open_paths([Path(given)])
+    else:
+        window.open_script(DEMO)
     window.show()
     _quit_on_signals(app)
     code = _smoke(app, window) if getattr(args, "smoke", False) else app.exec()

@@ -71,11 +71,11 @@ def launcher_command() -> str:
 
 
 def desktop_entry(command: str) -> str:
-    """The launcher entry (Desktop Entry Specification 1.5)."""
+    """The launcher entry (Desktop Entry Specification; Version 1.0, which every validator knows)."""
     return "\n".join([
         "[Desktop Entry]",
         "Type=Application",
-        "Version=1.5",
+        "Version=1.0",
         "Name=Troupe",
         "GenericName=Voice Drama Studio",
         "Comment=Live multi-role AI voice drama: every character of a script gets a voice",

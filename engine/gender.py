@@ -171,8 +171,8 @@ def guess_with_evidence(role: Role, found: Sequence[tuple[str, str]] = ()) -> Gu
         if vote:
             scores[vote[0]] += W_PRONOUN
             evidence.append(f"'{role.display_name} … {vote[1]}'")
-    first_name = from_first_name(role.name)
-    if first_name:
+    first_name = None if _AGE_PREFIX.match(role.name) else from_first_name(role.name)
+    if first_name:  # NB: not for YOUNG X (Young is a first name too): X's own guess says
         scores[first_name] += W_FIRST_NAME
         evidence.append(f"first name {role.name.split()[0].capitalize()} is usually "
                         f"{'female' if first_name == 'f' else 'male'}")  # fmt: skip

