@@ -64,6 +64,7 @@ def _synth(processes: int, cast: Cast | None = None, rate_hz: int = 48_000):  # 
     from engine.synthesis.espeak import EspeakSynthesizer
     from engine.synthesis.pool import EspeakPool
     from engine.synthesis.router import Router
+    from engine.synthesis.take_cache import with_cache
 
     espeak = EspeakPool(processes, niceness=0) if processes > 1 else EspeakSynthesizer()
     espeak.sample_rate_hz = rate_hz
@@ -78,13 +79,13 @@ def _synth(processes: int, cast: Cast | None = None, rate_hz: int = 48_000):  # 
 
         kokoro = make_kokoro()  # None where it is not installed: those lines get espeak-ng stand-ins
         if kokoro is not None:
-            synths["kokoro"] = kokoro
+            synths["kokoro"] = with_cache(kokoro)
     if cast is not None and any(v.backend == "piper" for v in cast.voices.values()):
         from engine.synthesis.piper import make_piper
 
         piper = make_piper()
         if piper is not None:
-            synths["piper"] = piper
+            synths["piper"] = with_cache(piper)
     return Router(synths, sample_rate_hz=rate_hz)
 
 
@@ -322,6 +323,35 @@ def cmd_cast(args: argparse.Namespace) -> int:
     natural = _natural_voices() if args.voices == "auto" else []
     rows = cast_report(script, cast, natural)
     print(json.dumps(rows, indent=1, ensure_ascii=False) if args.json else format_report(rows))
+    return 0
+
+
+def _voice_name(value: str) -> str:
+    import re
+
+    if not re.fullmatch(r"[a-z][a-z0-9_-]{0,31}", value):
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: a voice name is 1-32 of a-z, 0-9, _ and -, from a letter"
+        )
+    return value
+
+
+def cmd_voices_fit(args: argparse.Namespace) -> int:
+    import os
+
+    from engine.voicelib.fit import fit, read_clips, save
+
+    folder = args.out or Path(
+        os.environ.get("TROUPE_KOKORO_VOICES") or Path.home() / ".local/share/troupe/voices"
+    )
+    result = fit(args.name, read_clips(args.clips), budget_s=args.minutes * 60)
+    path = save(result, folder)
+    print(f"{path}: similarity {result.similarity:.3f} to the clips "
+          f"(started at {result.similarity_start:.3f}, "
+          f"{result.start}); F0 {result.f0_median_hz:.0f} Hz, WER {result.wer:.3f}; "
+          f"{result.evaluations} candidates in {result.seconds:.0f} s")  # fmt: skip
+    if os.environ.get("TROUPE_KOKORO_VOICES") != str(folder):
+        print(f"cast it as kokoro:{args.name} with TROUPE_KOKORO_VOICES={folder}")
     return 0
 
 
@@ -573,6 +603,14 @@ def build_parser() -> argparse.ArgumentParser:
     vd.add_argument("--lines", type=_ranged(int, 5, 20, "lines"), default=20,
                     help="lines of the fixed set each voice is judged on (20)")  # fmt: skip
     vd.set_defaults(func=cmd_voices_design)
+    vf = vsub.add_parser("fit", help="fit a Kokoro voice to 10-60 s of a speaker's recordings")
+    vf.add_argument("name", type=_voice_name, help="the new voice's name (then cast it as kokoro:NAME)")
+    vf.add_argument("clips", type=Path, nargs="+", help="WAV/FLAC recordings of one speaker")
+    vf.add_argument("--out", type=Path, help="voices folder (default: $TROUPE_KOKORO_VOICES, "
+                    "else ~/.local/share/troupe/voices; cast from it with TROUPE_KOKORO_VOICES)")  # fmt: skip
+    vf.add_argument("--minutes", type=_ranged(float, 0.2, 60, "minutes"), default=10.0,
+                    help="time the search may take (10)")  # fmt: skip
+    vf.set_defaults(func=cmd_voices_fit)
     sub.add_parser("devices", help="list audio output devices").set_defaults(func=cmd_devices)
     di = sub.add_parser("desktop-install", help="add Troupe to this user's applications menu and make "
                         "it open .fountain/.fdx/.srt/.vtt/.ass scripts and projects")  # fmt: skip

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from pathlib import Path
 from dataclasses import replace
+from pathlib import Path
 
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication

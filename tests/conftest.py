@@ -20,6 +20,9 @@ TESTDATA = ROOT / "tests" / "data" / "samples"
 DEMO = ROOT / "assets" / "demo" / "the_last_broadcast.fountain"
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# Tests voice afresh (a failing backend must fail, a count of calls must count): the take
+# cache is off unless a test turns it on (tests/engine/synthesis/test_take_cache.py).
+os.environ.setdefault("TROUPE_TAKE_CACHE", "off")
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+    return {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"),
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
             "XDG_DATA_DIRS": f"{tmp_path / 'data'}:/usr/local/share:/usr/share"}  # fmt: skip
 
 
@@ -31,7 +32,9 @@ def _troupe(env: dict[str, str], *argv: str) -> str:
 def test_desktop_install_validates_registers_and_uninstalls(tmp_path: Path) -> None:
     for tool in ("desktop-file-validate", "xdg-mime", "update-mime-database"):
         if shutil.which(tool) is None:
-            pytest.fail(f"{tool} not installed (.ci/run installs desktop-file-utils, xdg-utils, shared-mime-info)")
+            pytest.fail(
+                f"{tool} not installed (.ci/run installs desktop-file-utils, xdg-utils, shared-mime-info)"
+            )
     env = _env(tmp_path)
     out = _troupe(env, "desktop-install")
     data = tmp_path / "data"
@@ -47,8 +50,16 @@ def test_desktop_install_validates_registers_and_uninstalls(tmp_path: Path) -> N
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     globs = (data / "mime" / "globs2").read_text()
     assert "text/x-fountain:*.fountain" in globs and "application/x-finaldraft:*.fdx" in globs
-    for mime in ("text/x-fountain", "application/x-finaldraft", "application/x-subrip", "text/vtt", "text/x-ssa"):
-        query = subprocess.run(["xdg-mime", "query", "default", mime], env=env, capture_output=True, text=True)
+    for mime in (
+        "text/x-fountain",
+        "application/x-finaldraft",
+        "application/x-subrip",
+        "text/vtt",
+        "text/x-ssa",
+    ):
+        query = subprocess.run(
+            ["xdg-mime", "query", "default", mime], env=env, capture_output=True, text=True
+        )
         assert query.stdout.strip() == "troupe.desktop", (mime, query.stdout, query.stderr)
     # the entry's command opens a script: its interpreter and main.py exist
     command = next(line for line in text.splitlines() if line.startswith("Exec="))[5:].split()
@@ -67,7 +78,9 @@ def test_uninstall_keeps_another_applications_defaults(tmp_path: Path) -> None:
     env = _env(tmp_path)
     config = tmp_path / "config"
     config.mkdir()
-    (config / "mimeapps.list").write_text("[Default Applications]\ntext/vtt=editor.desktop\nimage/png=viewer.desktop\n")
+    (config / "mimeapps.list").write_text(
+        "[Default Applications]\ntext/vtt=editor.desktop\nimage/png=viewer.desktop\n"
+    )
     _troupe(env, "desktop-uninstall")
     kept = (config / "mimeapps.list").read_text()
     assert "text/vtt=editor.desktop" in kept and "image/png=viewer.desktop" in kept

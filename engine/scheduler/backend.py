@@ -235,16 +235,19 @@ def standard_backends(processes: int = 1, neural: bool = True, warm_up: bool = T
     from engine.synthesis.kokoro import make_kokoro, warm_up_in_background
     from engine.synthesis.piper import make_piper
     from engine.synthesis.pool import EspeakPool
+    from engine.synthesis.take_cache import with_cache
 
     synth: Synthesizer = EspeakPool(processes) if processes > 1 else EspeakSynthesizer()
     backends = {"espeak": Backend(synth)}
     kokoro = make_kokoro() if neural else None
-    if kokoro is not None:
+    if kokoro is not None:  # natural voices' takes are kept: a show opened again starts at once
+        kokoro = with_cache(kokoro)
         backends["kokoro"] = Backend(kokoro, length_buckets=True)
         if warm_up:
             warm_up_in_background(kokoro)
     piper = make_piper() if neural else None
     if piper is not None:
+        piper = with_cache(piper)
         backends["piper"] = Backend(piper, length_buckets=True)
         if warm_up:
             warm_up_in_background(piper)

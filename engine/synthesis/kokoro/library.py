@@ -123,13 +123,6 @@ class Library:
         return {v.id: v for v in self.voices}
 
 
-def base_shift(voice_id: str) -> tuple[float, float]:
-    """A library voice's own (pitch, formant) shift in semitones; (0, 0) for any other."""
-    library = shipped_library()
-    found = library.by_id().get(voice_id) if library is not None else None
-    return (found.recipe.pitch_st, found.recipe.formant_st) if found is not None else (0.0, 0.0)
-
-
 def library_files() -> tuple[Any, Any]:
     base = resources.files("engine.synthesis.kokoro") / "library"
     return base / LIBRARY_JSON, base / LIBRARY_NPZ

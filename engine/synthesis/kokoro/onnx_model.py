@@ -166,6 +166,16 @@ class KokoroOnnx:
     def voices(self) -> list[VoiceInfo]:
         return kokoro_voices(self.bank.names())
 
+    def model_version(self) -> str:
+        """What decides this backend's sound besides the request (the take cache's key)."""
+        if self.model_path is not None:
+            st = self.model_path.stat()
+            model = f"{self.model_path.name}:{st.st_size}:{st.st_mtime_ns}"
+        else:
+            pkg = shipped_package()
+            model = (resources.files(pkg) / "data" / "model.sha256").read_text().strip() if pkg else "none"
+        return f"kokoro-onnx:{model}:{self.bank.fingerprint()}:{'gb' if self.british else 'us'}"
+
     def _run_parts(self, parts: Sequence[Part]) -> list[np.ndarray]:
         """24 kHz audio for each (tokens, voice, speed): batched by length where the model
         takes batches, else one call each."""
@@ -221,7 +231,7 @@ class KokoroOnnx:
         parts = self._parts(request, first_tokens=FIRST_CHUNK_TOKENS)
 
         def out(audio: np.ndarray) -> Mono:
-            return shift_takes([Take(to_engine_rate(audio))], [request])[0].audio
+            return shift_takes([Take(to_engine_rate(audio))], [request], self.bank)[0].audio
 
         yield out(self._run_parts(parts[:1])[0])
         if self.batched:
@@ -245,7 +255,7 @@ class KokoroOnnx:
         timed = self._run_timed([p for p, _o in flat])
         takes = join_takes([r.text for r in batch], [o for _p, o in flat], [len(p) for p in per_request],
                            [a for a, _f in timed], [f for _a, f in timed])  # fmt: skip
-        return shift_takes(takes, batch)
+        return shift_takes(takes, batch, self.bank)
 
     def close(self) -> None:
         self._session = None
@@ -292,15 +302,14 @@ def kokoro_voices(names: Sequence[str]) -> list[VoiceInfo]:
     return out
 
 
-def shift_takes(takes: list[Take], batch: Sequence[SynthRequest]) -> list[Take]:
+def shift_takes(takes: list[Take], batch: Sequence[SynthRequest], bank: VoiceBank) -> list[Take]:
     """A library voice's own pitch and formant shift, and the role's pitch and timbre (50 =
     as voiced, as on Piper's voices: roles that share a voice are told apart this way)."""
     from engine.synthesis.effects import semitones_for, shift_voice
-    from engine.synthesis.kokoro.library import base_shift
 
     out = []
     for take, r in zip(takes, batch, strict=True):
-        pitch_st, formant_st = base_shift(r.voice.voice_id)
+        pitch_st, formant_st = bank.shifts.get(r.voice.voice_id, (0.0, 0.0))
         pitch_st += semitones_for(r.voice.pitch)
         formant_st += semitones_for(r.voice.pitch_range)
         if pitch_st == 0 and formant_st == 0:

@@ -17,7 +17,7 @@ from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ
 from engine.synthesis.base import Mono, SynthRequest, Take, VoiceInfo
 from engine.synthesis.gpu import split_to_fit
-from engine.synthesis.kokoro.onnx_model import FIRST_CHUNK_TOKENS, owned_parts, to_engine_rate
+from engine.synthesis.kokoro.onnx_model import FIRST_CHUNK_TOKENS, owned_parts, shift_takes, to_engine_rate
 from engine.synthesis.kokoro.phonemes import Phonemizer, length_buckets
 from engine.synthesis.kokoro.torch_model import BatchedKokoro, BatchItem, load_kmodel
 from engine.synthesis.kokoro.voices import VoiceBank, style_for
@@ -139,15 +139,20 @@ class KokoroTorch:
         per_request = [self._owned_items(r) for r in batch]
         flat = [it for items in per_request for it in items]
         timed = self.run_timed([it for it, _o in flat])
-        return join_takes([r.text for r in batch], [o for _it, o in flat], [len(i) for i in per_request],
-                          [a for a, _f in timed], [f for _a, f in timed])  # fmt: skip
+        takes = join_takes([r.text for r in batch], [o for _it, o in flat], [len(i) for i in per_request],
+                           [a for a, _f in timed], [f for _a, f in timed])  # fmt: skip
+        return shift_takes(takes, batch, self.bank)
 
     def stream(self, request: SynthRequest) -> Iterator[Mono]:
         """The first short clause group at once, then the rest in one batch."""
         items = self._items(request, first_tokens=FIRST_CHUNK_TOKENS)
-        yield to_engine_rate(self.run_items(items[:1])[0])
+
+        def out(audio: np.ndarray) -> Mono:
+            return shift_takes([Take(to_engine_rate(audio))], [request], self.bank)[0].audio
+
+        yield out(self.run_items(items[:1])[0])  # NB: before the rest is voiced
         for audio in self.run_items(items[1:]):
-            yield to_engine_rate(audio)
+            yield out(audio)
 
     def close(self) -> None:
         if self.device.type == "cuda":

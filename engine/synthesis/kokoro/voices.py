@@ -67,6 +67,17 @@ def load_voice_file(path: Path) -> Style:
     raise SynthesisError(f"{path}: a voice file ends in .npy, .bin or .pt")
 
 
+def _fitted_shift(path: Path, name: str) -> dict[str, tuple[float, float]]:
+    """The shift a fitted voice's sidecar (`troupe voices fit`) names; {} without one."""
+    if not path.is_file():
+        return {}
+    try:
+        recipe = json.loads(path.read_text(encoding="utf-8"))["recipe"]
+        return {name: (float(recipe.get("pitch_st", 0.0)), float(recipe.get("formant_st", 0.0)))}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise SynthesisError(f"{path}: not a fitted voice's description ({exc})") from exc
+
+
 class VoiceBank:
     """Named styles (shipped ones, then a folder's) and blends of them."""
 
@@ -79,19 +90,35 @@ class VoiceBank:
                     self.styles[name] = as_style(npz[name], f"{pkg}:{name}")
         from engine.synthesis.kokoro.library import shipped_library
 
+        self.shifts: dict[str, tuple[float, float]] = {}
+        """Voice -> its own (pitch, formant) shift in semitones, applied after synthesis."""
         library = shipped_library() if pkg is not None else None
         if library is not None:  # Troupe's designed English voices (made from the packs above)
             self.styles.update(library.styles)
+            self.shifts.update({v.id: (v.recipe.pitch_st, v.recipe.formant_st) for v in library.voices})
         if folder is not None:
             if not folder.is_dir():
                 raise SynthesisError(f"{folder}: the Kokoro voices folder does not exist")
             for path in sorted(folder.iterdir()):
                 if path.suffix.lower() in (".npy", ".bin", ".pt"):
                     self.styles[path.stem] = load_voice_file(path)
+                    self.shifts.pop(path.stem, None)
+                    self.shifts.update(_fitted_shift(path.with_suffix(".json"), path.stem))
         self._cache: dict[str, Style] = {}
 
     def names(self) -> list[str]:
         return sorted(self.styles)
+
+    def fingerprint(self) -> str:
+        """A hash of every style (a changed voice file or library changes its takes)."""
+        import hashlib
+
+        h = hashlib.sha256()
+        for name in self.names():
+            h.update(name.encode())
+            h.update(np.ascontiguousarray(self.styles[name]).tobytes())
+        h.update(repr(sorted(self.shifts.items())).encode())
+        return h.hexdigest()[:16]
 
     def get(self, spec: str) -> Style:
         """`name` or a blend `0.7*a+0.3*b` (weights are normalised to sum to 1)."""

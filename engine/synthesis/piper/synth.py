@@ -71,6 +71,17 @@ class PiperSynthesizer:
         self.configs = {n: PiperConfig.load(p.with_name(p.name + ".json")) for n, p in self.paths.items()}
         self._models: dict[str, PiperModel] = {}
 
+    def model_version(self) -> str:
+        """What decides this backend's sound besides the request (the take cache's key)."""
+        files = []
+        for name, path in sorted(self.paths.items()):
+            try:
+                st = path.stat()
+                files.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
+            except OSError:
+                files.append(f"{name}:?")
+        return f"piper:{','.join(files)}:{self.noise_scale}:{self.noise_w}"
+
     def model(self, name: str) -> PiperModel:
         if name not in self.paths:
             have = ", ".join(sorted(self.paths))

@@ -42,7 +42,10 @@ def _packs() -> dict[str, np.ndarray]:
 def test_a_recipe_rebuilds_its_style_exactly_and_halves_come_apart() -> None:
     packs = _packs()
     recipe = Recipe({"jm_c": 1.3, "jf_a": -0.3}, {"jf_b": 0.5, "jm_c": 0.5}, seed=7, step=0.4)
-    a, b = build_style(recipe, packs), build_style(Recipe.from_dict(json.loads(json.dumps(recipe.to_dict()))), packs)
+    a, b = (
+        build_style(recipe, packs),
+        build_style(Recipe.from_dict(json.loads(json.dumps(recipe.to_dict()))), packs),
+    )
     assert np.array_equal(a, b)
     plain = build_style(Recipe({"jm_c": 1.3, "jf_a": -0.3}, {"jf_b": 0.5, "jm_c": 0.5}), packs)
     assert np.allclose(plain[:, :128], 1.3 * packs["jm_c"][:, :128] - 0.3 * packs["jf_a"][:, :128], atol=1e-5)
@@ -55,8 +58,8 @@ def test_a_library_without_a_style_for_a_voice_is_refused() -> None:
 
     buf = io.BytesIO()
     np.savez(buf, other=np.zeros((510, 256), np.float32))
-    entry = {"id": "ada", "name": "Ada", "gender": "female", "recipe": {"timbre": {"a": 1}, "prosody": {"a": 1}},
-             "f0_median_hz": 200.0}  # fmt: skip
+    recipe = {"timbre": {"a": 1}, "prosody": {"a": 1}}
+    entry = {"id": "ada", "name": "Ada", "gender": "female", "recipe": recipe, "f0_median_hz": 200.0}
     with pytest.raises(SynthesisError, match="no style for ada"):
         read_library({"voices": [entry]}, buf.getvalue())
 
@@ -76,7 +79,9 @@ def test_design_writes_a_library_whose_figures_are_measured(tmp_path: Path) -> N
     data = design(tmp_path, females=1, males=1, seed=5, budget_s=600, targets=loose, lines=JUDGE_LINES[:5],
                   say=lambda _m: None)  # fmt: skip
     assert [v["gender"] for v in data["voices"]] == ["female", "male"] or len(data["voices"]) == 2
-    library = read_library(json.loads((tmp_path / "library.json").read_text()), (tmp_path / "library.npz").read_bytes())
+    library = read_library(
+        json.loads((tmp_path / "library.json").read_text()), (tmp_path / "library.npz").read_bytes()
+    )
     packs = {n: s for n, s in VoiceBank().styles.items() if n[:2] in ("jf", "jm")}
     for voice in library.voices:
         assert np.array_equal(build_style(voice.recipe, packs), library.styles[voice.id])
