@@ -93,6 +93,8 @@ class Backend:
             None if pooled else ThreadPoolExecutor(self.workers, thread_name_prefix=f"troupe-{self.name}")
         )
         self._lock = threading.Lock()
+        self._cached: dict[int, tuple[str, bool]] = {}
+        """Request id -> (its text, whether its take was cached when first asked)."""
         self._waiting: dict[int, Future[Mono]] = {}
         """A pool's lines handed over but not yet taken by a worker, by request id (`withdraw`)."""
 
@@ -100,13 +102,28 @@ class Backend:
     def free_slots(self) -> int:
         return self.slots - self.inflight
 
+    CACHED_S = 0.005
+    """A take the synthesizer has in its take cache: read from disk, not voiced."""
+
+    def cached(self, r: Request) -> bool:
+        """Whether the synthesizer holds `r`'s take already (a take cache); asked once a
+        line and remembered (a cached take is never voiced, so its time is the disk's)."""
+        known = self._cached.get(r.id)
+        if known is None or known[0] != r.text:
+            probe = getattr(self.synth, "cached", None)
+            hit = bool(probe(SynthRequest(r.text, self.voice_for(r), r.id, r.role))) if probe else False
+            if len(self._cached) > 10_000:
+                self._cached.clear()
+            known = self._cached[r.id] = (r.text, hit)
+        return known[1]
+
     def estimate_s(self, r: Request) -> float:
         """How long voicing `r` would take on this backend, from its measured speed."""
-        return self.rtf * r.est_audio_s
+        return self.CACHED_S if self.cached(r) else self.rtf * r.est_audio_s
 
     def cost_s(self, r: Request) -> float:
         """How much of this backend's time `r` uses up (what the policy's slack counts)."""
-        return self.cost_per_audio_s * self.pace * r.est_audio_s
+        return self.CACHED_S if self.cached(r) else self.cost_per_audio_s * self.pace * r.est_audio_s
 
     def bucket(self, r: Request) -> int:
         """Length bucket: neural backends pad a batch to its longest item, so batch alikes."""
@@ -118,9 +135,12 @@ class Backend:
         if batch.results is None:
             return
         self._observe_pace(batch, backlogged, self.clock())
-        n = len(batch.requests)
-        audio_s = sum(len(a) for a in batch.results) / SAMPLE_RATE_HZ
-        est_s = sum(r.est_audio_s for r in batch.requests)
+        voiced = [k for k, r in enumerate(batch.requests) if not self._cached.pop(r.id, ("", False))[1]]
+        n = len(voiced)  # NB: cached takes cost the disk, not the model: they teach no speed
+        if n == 0:
+            return
+        audio_s = sum(len(batch.results[k]) for k in voiced) / SAMPLE_RATE_HZ
+        est_s = sum(batch.requests[k].est_audio_s for k in voiced)
         if audio_s <= 0 or est_s <= 0:
             return
         took = batch.t_end - batch.t_start

@@ -233,6 +233,27 @@ def current() -> Lexicon:
         return user.merged(_project)
 
 
+_print: tuple[Lexicon, Lexicon, str] | None = None
+
+
+def fingerprint() -> str:
+    """A hash of the lexicon in force (what a cached take's pronunciation depends on),
+    recomputed only when the user's or the project's lexicon is replaced."""
+    global _print
+    user = user_lexicon()
+    with _lock:
+        project, memo = _project, _print
+    if memo is not None and memo[0] is user and memo[1] is project:
+        return memo[2]
+    import hashlib
+
+    entries = user.merged(project).entries
+    digest = hashlib.sha256(repr(sorted((k, repr(v)) for k, v in entries.items())).encode()).hexdigest()[:16]
+    with _lock:
+        _print = (user, project, digest)
+    return digest
+
+
 def prepare(text: str) -> str:
     """A line's text as every backend takes it: the current lexicon applied."""
     return current().apply(text)

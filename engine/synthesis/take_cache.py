@@ -50,13 +50,6 @@ def default_folder() -> Path | None:
     return base / "troupe" / "takes"
 
 
-def lexicon_fingerprint() -> str:
-    from engine.synthesis.lexicon import current
-
-    entries = current().entries
-    return hashlib.sha256(repr(sorted((k, repr(v)) for k, v in entries.items())).encode()).hexdigest()[:16]
-
-
 class TakeCache:
     def __init__(self, folder: Path, cap_bytes: int = DEFAULT_CAP_BYTES) -> None:
         self.folder = folder
@@ -85,6 +78,9 @@ class TakeCache:
 
     def _path(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key}.npz"
+
+    def has(self, key: str) -> bool:
+        return self._path(key).is_file()
 
     def get(self, key: str) -> Take | None:
         path = self._path(key)
@@ -176,7 +172,15 @@ class CachedSynthesizer:
         return self.inner.voices()
 
     def _key(self, request: SynthRequest) -> str:
-        return TakeCache.key(self._model, request, self.sample_rate_hz, lexicon_fingerprint())
+        from engine.synthesis.lexicon import fingerprint
+
+        return TakeCache.key(self._model, request, self.sample_rate_hz, fingerprint())
+
+    def cached(self, request: SynthRequest) -> bool:
+        """Whether `request`'s take is in the cache (a file test: the scheduler asks it to
+        know a line costs no model time)."""
+        key = self._key(request)
+        return self.cache.has(key) or self.cache.has(key + "s")
 
     def synthesize(self, batch: Sequence[SynthRequest]) -> list[Mono]:
         return [t.audio for t in self.synthesize_takes(batch)]

@@ -134,3 +134,40 @@ def test_two_processes_share_one_folder(tmp_path: Path) -> None:
     assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
     assert len(list(tmp_path.glob("*/*.npz"))) == 40
     assert os.listdir(tmp_path)
+
+
+def test_a_new_pronunciation_misses(tmp_path: Path) -> None:
+    from engine.synthesis.lexicon import Lexicon, use_project_lexicon
+
+    inner = Counting()
+    synth = CachedSynthesizer(inner, TakeCache(tmp_path))
+    try:
+        synth.synthesize([_req("Meet Siobhan.")])
+        use_project_lexicon(Lexicon.from_mapping({"Siobhan": "shi-VAWN"}))
+        synth.synthesize([_req("Meet Siobhan.")])
+        assert inner.voiced == ["Meet Siobhan.", "Meet Siobhan."]
+    finally:
+        use_project_lexicon(Lexicon())
+
+
+def test_the_scheduler_counts_a_cached_take_as_free_and_learns_no_speed_from_it(tmp_path: Path) -> None:
+    from engine.scheduler.backend import Backend
+    from engine.scheduler.request import Request, RequestClass
+
+    synth = CachedSynthesizer(Counting(), TakeCache(tmp_path))
+    backend = Backend(synth)
+    voice = Voice(backend="kokoro", voice_id="ada")
+    synth.synthesize([SynthRequest("Known line.", voice)])
+    known = Request("ADA", "Known line.", voice, 10.0, RequestClass.SCRIPTED, 0, 0, 1)
+    fresh = Request("ADA", "A line never voiced before.", voice, 10.0, RequestClass.SCRIPTED, 1, 0, 1)
+    assert backend.estimate_s(known) == Backend.CACHED_S and backend.cost_s(known) == Backend.CACHED_S
+    assert backend.estimate_s(fresh) > 10 * Backend.CACHED_S
+    rtf = backend.rtf
+    from engine.scheduler.backend import Batch
+
+    batch = Batch(
+        "kokoro", [known], 0.0, 10.0, results=synth.synthesize([SynthRequest("Known line.", voice)])
+    )
+    batch.t_start, batch.t_end = 0.0, 0.001
+    backend.observe(batch)
+    assert backend.rtf == rtf  # an instant cached take is not the model's speed
