@@ -47,6 +47,7 @@ class CastPanel(QWidget):
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.roles: tuple[str, ...] = ()
         self.shown: dict[str, Voice] = {}
+        self.why: dict[str, str] = {}
         self.editors: dict[str, dict[str, QWidget]] = {}
         self.meters: dict[str, LevelBar] = {}
         self.weight_labels: dict[str, QLabel] = {}
@@ -54,9 +55,12 @@ class CastPanel(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.table)
 
-    def set_cast(self, roles: tuple[str, ...], voices: dict[str, Voice]) -> None:
-        """Show the engine's cast; rebuild only when the roles change."""
-        if roles != self.roles:
+    def set_cast(
+        self, roles: tuple[str, ...], voices: dict[str, Voice], why: dict[str, str] | None = None
+    ) -> None:
+        """Show the engine's cast; rebuild only when the roles change. `why`: each role's
+        gender guess and its evidence, as the role name's tooltip."""
+        if roles != self.roles or (why is not None and why != self.why):
             self.roles = roles
             self.table.setRowCount(len(roles))
             self.editors = {role: self._row(k, role) for k, role in enumerate(roles)}
@@ -65,6 +69,11 @@ class CastPanel(QWidget):
                 self.meters[role] = LevelBar()
                 self.table.setCellWidget(k, 1, self.meters[role])
             self.shown = {}
+            self.why = dict(why or {})
+            for k, role in enumerate(roles):
+                item = self.table.item(k, 0)
+                if item is not None and role in self.why:
+                    item.setToolTip(f"{role}: {self.why[role]}")
         for role in roles:
             v = voices.get(role)
             if v is not None and self.shown.get(role) != v:

@@ -151,7 +151,7 @@ class MainWindow(QMainWindow):
         self.clock.update_from(snap)
         self.go_action.setText(self.clock.go.text())
         self.monitor.update_from(snap)
-        self.cast.set_cast(snap.roles, snap.voices)
+        self.cast.set_cast(snap.roles, snap.voices, snap.cast_why)
         self.cast.set_levels(snap.levels)
         if [self.adlib_role.itemText(k) for k in range(self.adlib_role.count())] != list(snap.roles):
             self.adlib_role.clear()

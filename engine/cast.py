@@ -13,7 +13,7 @@ from typing import Any
 from engine.core.errors import CastError
 from engine.core.limits import VOICE_LIMITS
 from engine.core.types import Role, Script, Voice
-from engine.gender import guess_all
+from engine.gender import guess_all_with_evidence
 from engine.script.common import normalise_role
 from engine.synthesis.base import VoiceInfo
 
@@ -137,6 +137,9 @@ class Cast:
     """Role name -> Voice; roles not yet cast get an automatic voice on demand."""
 
     voices: dict[str, Voice] = field(default_factory=dict)
+    why: dict[str, str] = field(default_factory=dict, compare=False)
+    """Role -> why auto-casting gave it its voice's gender (the guess and its evidence); not
+    saved: a saved voice was the director's to keep."""
 
     @classmethod
     def auto(cls, script: Script, keep: Mapping[str, Voice] | None = None,
@@ -149,7 +152,10 @@ class Cast:
         Only the script, `keep` and the voices offered decide: nothing else that was open
         (the engine passes `keep` only when the same script is opened again)."""
         cast = cls(dict(keep or {}))
-        genders = guess_all(script, [n for n in script.roles if n not in cast.voices])
+        guesses = guess_all_with_evidence(script, [n for n in script.roles if n not in cast.voices])
+        genders = {n: g.gender for n, g in guesses.items()}
+        words = {"f": "female", "m": "male", None: "gender unknown"}
+        cast.why = {n: f"{words[g.gender]}: {'; '.join(g.evidence)}" for n, g in guesses.items()}
         taken: set[str] = set()
         for v in cast.voices.values():
             taken |= {f"{v.backend}:{v.voice_id}", f"{v.backend}:{v.voice_id}@{v.pitch}"}

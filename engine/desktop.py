@@ -52,8 +52,12 @@ def config_home() -> Path:
 
 
 def launcher_command() -> str:
-    """How the entry starts Troupe: the `troupe` command of this install where it is on
-    PATH and runs this interpreter, else this interpreter on main.py."""
+    """How the entry starts Troupe: the `troupe` command of this install (beside this
+    interpreter, as pip and pipx put it, or on PATH running this interpreter), else this
+    interpreter on main.py."""
+    beside = Path(sys.executable).parent / APP_ID
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return shlex.quote(str(beside))
     found = shutil.which(APP_ID)
     if found:
         try:

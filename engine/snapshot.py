@@ -94,6 +94,8 @@ class EngineSnapshot:
     cues: tuple[CueView, ...] = ()
     roles: tuple[str, ...] = ()
     voices: dict[str, Voice] = field(default_factory=dict)
+    cast_why: dict[str, str] = field(default_factory=dict)
+    """Role -> why auto-casting chose its voice's gender (the cast panel's tooltip)."""
     scenes: tuple[str, ...] = ()
     priorities: NDArray[np.float32] = field(
         default_factory=lambda: np.zeros((0, HISTORY_COLUMNS), np.float32)
@@ -178,6 +180,7 @@ def build_snapshot(engine: SnapshotSource, version: int) -> EngineSnapshot:
         output_lost=engine.output_lost,
         playhead_s=show.playhead_s, end_s=show.end_s, cues=cues, roles=tuple(engine.script.roles),
         voices={r: engine.cast[r] for r in engine.script.roles},
+        cast_why=dict(engine.cast.why),
         scenes=tuple(s.heading for s in engine.script.scenes), priorities=engine.history.copy(),
         queued_work=engine.work_history.copy(),
         figures=figures, latency_points=points[-400:], cue_stack=show.cue_stack, go_cue=show.go_cue,
