@@ -11,6 +11,7 @@ from app.meters import LevelBar
 from engine.service import CueView, EngineSnapshot
 
 STATUS_COLOURS = {"playing": "#22c55e", "waiting for GO": "#facc15", "audio lost": "#ef4444",
+                  "preparing": "#38bdf8",
                   "ended": "#94a3b8", "paused": "#f59e0b", "stopped": "#94a3b8"}  # fmt: skip
 
 

@@ -27,6 +27,7 @@ from engine.mixer import Clip, MixControls, Mixer, Pacing
 from engine.scheduler import Request, RequestClass, Scheduler, State
 from engine.show_adlibs import Adlibs
 from engine.show_fit import LiveFit
+from engine.show_prepare import IDLE_SLACK_S, MAX_PREPARE_S, Readiness, readiness
 from engine.show_tracks import HEARD, SR, CueState, CueTrack, ShowStats, plan
 from engine.synthesis.delivery import delivered_audio, delivered_voice
 from engine.synthesis.text import split_chunks
@@ -88,6 +89,10 @@ class Show:
         """Cue-stack mode: the clock is held until GO."""
         self.running = False
         """What the director asked for: playing (True) or paused."""
+        self.preparing: Readiness | None = None
+        """Play was asked for, and the clock waits until the lines ahead can be voiced in
+        their cast voices in time (engine/show_prepare.py); None when not waiting."""
+        self._prepare_since = 0.0
         self.on_cue_changed: Callable[[CueTrack], None] | None = None
         self.on_request_done: Callable[[Request], None] | None = None
         """Observer of every finished request (metrics), called on the engine thread."""
@@ -153,12 +158,15 @@ class Show:
             return "stopped"
         if self.holding:
             return "waiting for GO"
+        if self.running and self.preparing is not None:
+            return "preparing"
         return "playing" if self.running else "paused"
 
     def deadline(self, show_s: float) -> float:
         """Wall-clock time by which audio for show time `show_s` must be in the mixer."""
         writer_s = max(self.write_s, self.playhead_s + self.render_ahead_s)  # steady state
-        return self.clock() + (show_s - writer_s)
+        idle = 0.0 if self.running and self.preparing is None else IDLE_SLACK_S  # not consumed yet
+        return self.clock() + idle + (show_s - writer_s)
 
     # --- planning ------------------------------------------------------------------
     def _replan(self) -> None:
@@ -371,6 +379,8 @@ class Show:
             self.scheduler.tick()
         if self._refit:
             self._voice_again()
+        if self.preparing is not None:
+            self._prepare(now)
         self._place()
         self._update_play_states()
         self._hold_for_go()
@@ -410,8 +420,28 @@ class Show:
         self.adlibs.release_heard(heard)
 
     # --- transport -------------------------------------------------------------------
+    def readiness(self) -> Readiness:
+        """How ready the lines ahead of the playhead are (see engine/show_prepare.py)."""
+        backends = self.scheduler.backends
+
+        def cost(r: Request) -> float:
+            b = backends.get(r.backend)
+            return b.cost_s(r) if b is not None else 0.0
+
+        return readiness(self.tracks, lambda i: self._planned.get(i, 0.0), self.playhead_s,
+                         self.playhead_s + self.lookahead_s, cost)  # fmt: skip
+
+    def _prepare(self, now: float) -> None:
+        """While preparing: start the clock once the lines ahead can be on time (or after
+        `MAX_PREPARE_S`), with their deadlines counted from now."""
+        self.preparing = self.readiness()
+        if self.preparing.ready or now - self._prepare_since >= MAX_PREPARE_S:
+            self.preparing = None
+            self._refresh_deadlines()
+            self._apply_transport()
+
     def _apply_transport(self) -> None:
-        playing = self.running and not self.holding and not self.ended
+        playing = self.running and not self.holding and not self.ended and self.preparing is None
         if playing != self.ring.playing:
             self.ring.set_controls(playing=playing, gain=self.ring.gain)
 
@@ -420,8 +450,13 @@ class Show:
         if not paused and self.ended:
             self.stop()
         self.running = not paused
+        self.preparing = None
         if not paused:
             self.stopped = False
+            self._submit_window()  # NB: lines not yet asked for count in the readiness too
+            ahead = self.readiness()
+            if not ahead.ready:  # the clock waits for the voices (`tick` starts it)
+                self.preparing, self._prepare_since = ahead, self.clock()
             self._refresh_deadlines()
         self._apply_transport()
 
@@ -429,6 +464,7 @@ class Show:
         """Back to the top: clock 0, every cue pending, ad-libs not kept are gone from the mix."""
         self.running = False
         self.ended = self.holding = False
+        self.preparing = None
         self.go_index = -1
         self._apply_transport()
         self.seek(0.0)
