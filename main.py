@@ -276,8 +276,8 @@ def cmd_play(args: argparse.Namespace) -> int:
     f = snap.figures
     played = sum(c.state == "played" for c in snap.cues)
     failed = [c for c in snap.cues if c.state == "failed"]
-    print(f"played {played} of {len(snap.cues)} lines; late {f.deadline_misses}, "
-          f"failed {len(failed)}, underruns {f.underruns}, xruns {f.xruns}")  # fmt: skip
+    print(f"played {played} of {len(snap.cues)} lines; late {f.deadline_misses}, failed {len(failed)}, "
+          f"stand-in {f.fallbacks}, underruns {f.underruns}, xruns {f.xruns}")  # fmt: skip
     for c in failed:
         print(f"  FAILED cue {c.index + 1} ({c.role}): {c.error}", file=sys.stderr)
     fitted = [c for c in snap.cues if c.fit]
