@@ -467,6 +467,11 @@ class Show:
         self.preparing = None
         self.go_index = -1
         self._apply_transport()
+        for t in self.tracks:
+            if t.fallback:  # a stand-in's take is not kept: the cast voice speaks it next time
+                self.mixer.remove_cue(t.cue.index)
+                t.audio, t.requests, t.fallback = [], [], False
+                t.revoice()
         self.seek(0.0)
         for t in self.timeline:
             if t.state is not CueState.FAILED:

@@ -17,6 +17,7 @@ from show_harness import SR
 from engine.audio_io.callback import RenderState, render
 from engine.audio_io.ring import MixRing
 from engine.cast import Cast
+from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ
 from engine.scheduler import Backend, Scheduler, SchedulerConfig
 from engine.script import load_script
@@ -41,10 +42,16 @@ class SlowVoices:
     sample_rate_hz = SAMPLE_RATE_HZ
     expected_rtf = RTF
 
+    failures = 0
+    """The next calls that fail (a backend failure: the line goes to the stand-in voice)."""
+
     def voices(self) -> list[VoiceInfo]:
         return VOICES
 
     def synthesize(self, batch: Sequence[SynthRequest]) -> list[Mono]:
+        if self.failures > 0:
+            self.failures -= 1
+            raise SynthesisError("the model is not loaded yet")
         out = []
         for r in batch:
             n = int(0.06 * len(r.text) * SR)
@@ -64,7 +71,8 @@ class Slow:
     def __init__(self, script: Path) -> None:
         self.script = load_script(script)
         self.ring = MixRing(1 << 14)
-        backends = {"espeak": Backend(EspeakSynthesizer()), "kokoro": Backend(SlowVoices())}
+        self.voices = SlowVoices()
+        backends = {"espeak": Backend(EspeakSynthesizer()), "kokoro": Backend(self.voices)}
         self.sched = Scheduler(backends, SchedulerConfig())
         self.cast = Cast.auto(self.script, natural=VOICES)
         self.show = Show(self.script, self.cast, self.sched, self.ring, render_ahead_ms=100)
@@ -130,6 +138,25 @@ def test_after_stop_a_voiced_opening_starts_at_once_in_its_voice(slow: Slow) -> 
     assert slow.show.status == "playing"  # ready: no wait
     slow.run(3.0)
     first = slow.show.tracks[0]
+    assert not first.fallback and first.start_s is not None
+    heard = np.concatenate(slow.heard)
+    k = round(first.start_s * SR)
+    want = tone_hz(slow.cast[first.cue.role].voice_id)
+    assert _dominant_hz(heard[k + SR // 20 : k + SR // 5]) == pytest.approx(want, abs=15)
+
+
+def test_a_stand_in_take_is_voiced_again_in_the_cast_voice_after_stop(slow: Slow) -> None:
+    slow.voices.failures = 4  # the first line's tries fail: the stand-in voices it
+    slow.show.pause(False)
+    slow.run(5.0)
+    stood_in = [t.cue.index for t in slow.show.tracks if t.fallback]
+    assert stood_in
+    slow.show.stop()
+    slow.run(8.0)  # stopped: voiced again ahead, in the cast voices
+    slow.heard.clear()
+    slow.show.pause(False)
+    slow.run(3.0)
+    first = slow.show.tracks[stood_in[0]]
     assert not first.fallback and first.start_s is not None
     heard = np.concatenate(slow.heard)
     k = round(first.start_s * SR)

@@ -75,8 +75,15 @@ def test_design_writes_a_library_whose_figures_are_measured(tmp_path: Path) -> N
     from engine.voicelib.design import design
     from engine.voicelib.lines import JUDGE_LINES
 
-    loose = Targets(max_wer=1.0, max_cosine=1.0, female_min_f0_hz=60, female_max_f0_hz=500, male_min_f0_hz=60,
-                    male_max_f0_hz=500, max_dnsmos_drop=5)
+    loose = Targets(
+        max_wer=1.0,
+        max_cosine=1.0,
+        female_min_f0_hz=60,
+        female_max_f0_hz=500,
+        male_min_f0_hz=60,
+        male_max_f0_hz=500,
+        max_dnsmos_drop=5,
+    )
     data = design(tmp_path, females=1, males=1, seed=5, budget_s=600, targets=loose, lines=JUDGE_LINES[:5],
                   say=lambda _m: None)  # fmt: skip
     assert [v["gender"] for v in data["voices"]] == ["female", "male"]
