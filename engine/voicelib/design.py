@@ -43,7 +43,7 @@ FEMALE_NAMES = ("ada", "beatrice", "clara", "delia", "edith", "frances", "greta"
                 "judith", "kay", "lena", "maud", "nora", "opal", "phoebe", "rosa", "sylvie")  # fmt: skip
 MALE_NAMES = ("albert", "bruno", "cyril", "desmond", "ellis", "felix", "gordon", "hugo", "ivor",
               "jasper", "kenneth", "lionel", "milo", "nigel", "otto", "percy", "rupert", "silas")  # fmt: skip
-SHIFTS = {"female": ((-1.5, 1.5), (-1.2, 1.2)), "male": ((-1.5, 1.5), (-1.2, 1.0))}
+SHIFTS = {"female": ((-1.5, 1.5), (-1.2, 1.2)), "male": ((-2.0, 0.5), (-1.2, 1.0))}
 """(pitch, formant) ranges in semitones a candidate's shift is drawn from, for half of the
 candidates (the others are not shifted): Rubber Band's shift costs quality (DNSMOS OVRL
 2.9-3.1 at +-2.5 semitones against 3.3 unshifted in a first search), so it stays small."""
@@ -95,7 +95,7 @@ def propose(gender: str, packs: Sequence[str], rng: np.random.Generator, step: f
         else:  # a little of a female pack's timbre
             e = float(rng.uniform(0.0, 0.25))
             timbre = {male[0]: 1 - e, **{n: e * w for n, w in mix.items()}}
-        u = float(rng.uniform(0.0, 0.6))
+        u = float(rng.uniform(0.0, 0.35))  # more of a female pack's prosody lifts F0 past 150 Hz
         prosody = {male[0]: 1 - u, **{n: u * w for n, w in _dirichlet(rng, female, 0.8).items()}}
     lo, hi = SHIFTS[gender]
     shifted = rng.random() < 0.5

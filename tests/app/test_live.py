@@ -68,7 +68,8 @@ def test_screenshot_of_a_playing_show(qtbot, live_engine: Engine, make_window) -
     if "kokoro" in live_engine.scheduler.backends:  # neural voices keep the queue busy: a fuller heatmap
         live_engine.set_voice("IRIS", voice_id="kokoro:jf_alpha")
         live_engine.set_voice("CALLER", voice_id="kokoro:0.5*jf_nezumi+0.5*jm_kumo")
-    w.play()
+    w.play()  # the natural cast: the show prepares (voices its opening) before the clock starts
+    qtbot.waitUntil(lambda: live_engine.snapshot().status not in ("preparing", "stopped"), timeout=60_000)
     qtbot.wait(2500)
     w.adlib_role.setCurrentText("OWEN")
     w.adlib_text.setText("Iris, the tower lights just went out!")
