@@ -166,6 +166,8 @@ class CachedSynthesizer:
         self._model = model_version(inner)
 
     def __getattr__(self, attr: str) -> Any:
+        if attr == "inner":  # not set yet (a copy being made): no recursion
+            raise AttributeError(attr)
         return getattr(self.inner, attr)  # load, expected_rtf, provider, …
 
     def voices(self) -> list[Any]:
