@@ -88,9 +88,22 @@ def cue_sheet_json(lines: Sequence[LineTiming]) -> list[dict[str, object]]:
     return rows
 
 
-def write_captions(out: Path, lines: Sequence[LineTiming]) -> list[Path]:
-    """Next to the mix `out`: .words.srt, .words.vtt, .karaoke.ass and .cues.json; the paths."""
-    paths = [out.with_suffix(s) for s in (".words.srt", ".words.vtt", ".karaoke.ass", ".cues.json")]
+def side_file(out: Path, suffix: str, script: Path) -> Path:
+    """The file with `suffix` beside the mix `out`, never the script itself (a subtitle
+    script named like the mix: `show.srt` rendered to `show.wav`): that one is named apart,
+    `show.render.srt`, so a render never writes over its input."""
+    path = out.with_suffix(suffix)
+    try:
+        same = path.resolve() == script.resolve()
+    except OSError:
+        same = False
+    return out.with_suffix(".render" + suffix) if same else path
+
+
+def write_captions(out: Path, lines: Sequence[LineTiming], script: Path) -> list[Path]:
+    """Next to the mix `out`: .words.srt, .words.vtt, .karaoke.ass and .cues.json (none of
+    them over `script`); the paths."""
+    paths = [side_file(out, s, script) for s in (".words.srt", ".words.vtt", ".karaoke.ass", ".cues.json")]
     paths[0].write_text(word_srt(lines), encoding="utf-8")
     paths[1].write_text(word_vtt(lines), encoding="utf-8")
     karaoke_ass(lines).save(str(paths[2]), format_="ass")

@@ -21,7 +21,7 @@ from engine.export.formats import format_for_path, require
 from engine.export.writers import describe
 from engine.mixer import Clip, MixControls, Pacing
 from engine.render import finishing, sizing
-from engine.render.captions import write_captions
+from engine.render.captions import side_file, write_captions
 from engine.render.layout import StreamLayout
 from engine.render.listening import LineFinisher, Listening
 from engine.render.mixdown import StreamMixer
@@ -320,15 +320,18 @@ def _finish(job: _Job, files: OutputFiles, stream: _Stream, result: RenderResult
     if job.stems_dir is not None and job.stems.mode == "clips":
         result.stems = {p.stem: p for p in files.extra}
     result.bytes_written = files.commit()
-    result.cue_sheet = job.out.with_suffix(".srt")
+    script = Path(job.script.path)
+    result.cue_sheet = side_file(job.out, ".srt", script)  # NB: never over a subtitle script
     write_cue_sheet(result.cue_sheet, result.lines)
     if job.listening is not None:
         result.report = build_report(result.lines)
-        write_report(job.out.with_suffix(".report.json"), result.report)
+        write_report(side_file(job.out, ".report.json", script), result.report)
     if (job.listening is not None and job.listening.check is not None) or any(
         ln.notes.words for ln in result.lines
     ):
-        result.captions = write_captions(job.out, result.lines)  # heard, or the backends' own word times
+        result.captions = write_captions(
+            job.out, result.lines, script
+        )  # heard, or the backends' own word times
     if job.stems_dir is not None:
         result.timeline = _write_timeline(job, result)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -200,3 +201,16 @@ def test_render_leaves_no_process_behind(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     assert _process_group(proc.pid) == []
+
+
+def test_rendering_a_subtitle_script_never_writes_over_it(tmp_path: Path, testdata: Path) -> None:
+    """`render show.srt -o show.wav` put its cue sheet on show.srt: the user's script was lost."""
+    script = tmp_path / "show.srt"
+    shutil.copyfile(testdata / "dub_episode.srt", script)
+    before = script.read_bytes()
+    proc = _run_main(str(script), "-o", str(tmp_path / "show.wav"), "--voices", "espeak", "--no-fit")
+    assert proc.returncode == 0, proc.stderr
+    assert script.read_bytes() == before
+    sheet = tmp_path / "show.render.srt"
+    assert sheet.is_file() and str(sheet) in proc.stdout
+    assert sheet.read_text(encoding="utf-8") != before.decode("utf-8")  # the cue sheet, named apart

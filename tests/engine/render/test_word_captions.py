@@ -57,7 +57,7 @@ def test_ass_karaoke_syllables_add_up_to_the_last_word_end() -> None:
 
 
 def test_cue_sheet_json_and_report(tmp_path: Path) -> None:
-    paths = write_captions(tmp_path / "mix.wav", LINES)
+    paths = write_captions(tmp_path / "mix.wav", LINES, tmp_path / "script.fountain")
     assert [p.name for p in paths] == ["mix.words.srt", "mix.words.vtt", "mix.karaoke.ass", "mix.cues.json"]
     rows = json.loads(paths[3].read_text())
     assert rows[1]["words"][1] == {"text": "<now>.", "start_s": 3.3, "end_s": 3.7}
