@@ -357,10 +357,12 @@ def cmd_voices_fit(args: argparse.Namespace) -> int:
 
 def cmd_voices_design(args: argparse.Namespace) -> int:
     from engine.voicelib.design import design
+    from engine.voicelib.gates import Targets
     from engine.voicelib.lines import JUDGE_LINES
 
     data = design(args.out, females=args.female, males=args.male, seed=args.seed,
-                  budget_s=args.minutes * 60, lines=JUDGE_LINES[: args.lines])  # fmt: skip
+                  budget_s=args.minutes * 60, lines=JUDGE_LINES[: args.lines],
+                  targets=Targets(max_cosine=args.max_cosine), resume=args.resume)  # fmt: skip
     genders = [v["gender"] for v in data["voices"]]
     print(f"{len(genders)} voices ({genders.count('female')} female, {genders.count('male')} male) "
           f"in {args.out} after {data['search']['tried']} tries")  # fmt: skip
@@ -602,6 +604,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="stop searching after this long, keeping what passed (90)")  # fmt: skip
     vd.add_argument("--lines", type=_ranged(int, 5, 20, "lines"), default=20,
                     help="lines of the fixed set each voice is judged on (20)")  # fmt: skip
+    vd.add_argument("--max-cosine", type=_ranged(float, 0.5, 0.99, ""), default=0.80,
+                    help="a voice's speaker-embedding cosine to every other, at most (0.80)")  # fmt: skip
+    vd.add_argument("--resume", action="store_true", help="go on from the library already in --out")
     vd.set_defaults(func=cmd_voices_design)
     vf = vsub.add_parser("fit", help="fit a Kokoro voice to 10-60 s of a speaker's recordings")
     vf.add_argument("name", type=_voice_name, help="the new voice's name (then cast it as kokoro:NAME)")

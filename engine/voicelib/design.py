@@ -153,13 +153,41 @@ def reference_figures(lines: Sequence[str], rate_hz: int) -> tuple[Figures, str]
     return measure(takes, rate_hz, lines), voice_id
 
 
+Kept = list[tuple[LibraryVoice, Figures, Style]]
+
+
+def _resume(out_dir: Path, packs: Mapping[str, Style], voice: Voicer, lines: Sequence[str],
+            state: Search, say: Callable[[str], None]) -> Kept:  # fmt: skip
+    """The voices a stopped search kept in `out_dir`, their styles rebuilt from their recipes
+    and their figures measured again (the embeddings are not stored)."""
+    path = out_dir / LIBRARY_JSON
+    if not path.is_file():
+        return []
+    data = json.loads(path.read_text(encoding="utf-8"))
+    state.tried = int(data.get("search", {}).get("tried", 0))
+    state.rejected.update(data.get("search", {}).get("rejected", {}))
+    kept = []
+    for entry in data.get("voices", []):
+        v = LibraryVoice.from_dict(entry)
+        style = build_style(v.recipe, packs)
+        kept.append((v, measure(voice(style, v.recipe, lines), SAMPLE_RATE_HZ, lines), style))
+        say(f"resumed {v.id} ({v.gender})")
+    return kept
+
+
+QUICK_LINES = 2
+CANDIDATES = 4
+"""Candidates proposed together: each voiced on `QUICK_LINES` lines, the one farthest from
+every kept voice (speaker embedding) goes on to the screen."""
+
+
 def design(out_dir: Path, females: int = 12, males: int = 12, seed: int = 2026,
            budget_s: float = 3600.0, targets: Targets = Targets(), lines: Sequence[str] = JUDGE_LINES,
            voicer: tuple[Voicer, dict[str, Style]] | None = None,
-           say: Callable[[str], None] = print) -> dict[str, Any]:  # fmt: skip
+           say: Callable[[str], None] = print, resume: bool = False) -> dict[str, Any]:  # fmt: skip
     """Search until `females` and `males` voices pass (or `budget_s` runs out) and write the
     library into `out_dir`; returns its JSON. Kept voices are written as they are found, so
-    a stopped search keeps what it had."""
+    a stopped search keeps what it had, and `resume` goes on from it."""
     rate = SAMPLE_RATE_HZ
     voice, packs = voicer or kokoro_voicer()
     ref, ref_id = reference_figures(lines, rate)
@@ -167,10 +195,12 @@ def design(out_dir: Path, females: int = 12, males: int = 12, seed: int = 2026,
         f"reference piper:{ref_id}: WER {ref.wer:.3f}, F0 {ref.f0_median_hz:.0f} Hz, "
         f"DNSMOS {ref.dnsmos_ovrl:.2f}"
     )
-    rng = np.random.default_rng(seed)
     state = Search()
-    kept: list[tuple[LibraryVoice, Figures, Style]] = []
+    kept: Kept = _resume(out_dir, packs, voice, lines, state, say) if resume else []
+    rng = np.random.default_rng([seed, state.tried])
     names = {"female": list(FEMALE_NAMES), "male": list(MALE_NAMES)}
+    for v, _f, _s in kept:
+        names[v.gender].remove(v.id)
     want = {"female": females, "male": males}
     started = time.monotonic()
     screen = list(lines[:SCREEN_LINES])
@@ -180,16 +210,29 @@ def design(out_dir: Path, females: int = 12, males: int = 12, seed: int = 2026,
 
     while any(count(g) < want[g] for g in want) and time.monotonic() - started < budget_s:
         gender = max(want, key=lambda g: want[g] - count(g))
-        recipe = propose(gender, sorted(packs), rng, state.step[gender])
-        style = build_style(recipe, packs)
+        others = [ref.embedding] + [f.embedding for _v, f, _s in kept]
+        pick: tuple[float, Recipe, Style] | None = None
+        for _ in range(CANDIDATES):  # the farthest of a few, judged on two lines
+            option = propose(gender, sorted(packs), rng, state.step[gender])
+            option_style = build_style(option, packs)
+            few = voice(option_style, option, screen[:QUICK_LINES])
+            if not targets.pitch_ok(gender, pooled_f0(few, rate)):
+                state.rejected["pitch"] += 1
+                continue
+            near = max(float(np.dot(speaker_embedding(few, rate), o)) for o in others)
+            if pick is None or near < pick[0]:
+                pick = (near, option, option_style)
         state.tried += 1
+        if pick is None:
+            say(f"  try {state.tried} {gender}: no candidate in the pitch range")
+            continue
+        _near, recipe, style = pick
         takes = voice(style, recipe, screen)
         f0 = pooled_f0(takes, rate)
         if not targets.pitch_ok(gender, f0):
             state.rejected["pitch"] += 1
             say(f"  try {state.tried} {gender}: F0 {f0:.0f} Hz out of range")
             continue
-        others = [ref.embedding] + [f.embedding for _v, f, _s in kept]
         quick = speaker_embedding(takes, rate)
         if max(float(np.dot(quick, o)) for o in others) > targets.max_cosine + 0.03:
             state.rejected["similar"] += 1

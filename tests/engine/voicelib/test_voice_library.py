@@ -1,0 +1,54 @@
+"""The shipped voice library: its metadata matches its files (every style is what its
+recipe makes from the shipped packs), it is as large and as balanced as the casting needs,
+every voice's recorded gate figures meet the targets, and Kokoro offers its voices as
+English voices of their gender."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.synthesis.kokoro.library import build_style, library_files, shipped_library
+from engine.synthesis.kokoro.voices import VoiceBank
+from engine.voicelib.gates import Targets
+from engine.voicelib.lines import JUDGE_LINES
+
+
+def test_library_metadata_matches_its_files() -> None:
+    library = shipped_library()
+    assert library is not None, "engine/synthesis/kokoro/library/ is missing"
+    packs = {n: s for n, s in VoiceBank().styles.items() if n[:2] in ("jf", "jm")}
+    ids = [v.id for v in library.voices]
+    assert len(ids) == len(set(ids)) == len(library.styles)
+    for v in library.voices:
+        style = library.styles[v.id]
+        assert style.shape == (510, 256) and style.dtype == np.float32 and np.isfinite(style).all()
+        assert np.array_equal(build_style(v.recipe, packs), style), v.id  # rebuilt from its recipe
+    assert library.meta["lines"] == list(JUDGE_LINES)
+    _json, npz = library_files()
+    assert len(npz.read_bytes()) / len(ids) < 600_000  # a few hundred KB a voice
+
+
+def test_library_size_balance_and_recorded_gates() -> None:
+    library = shipped_library()
+    assert library is not None
+    genders = [v.gender for v in library.voices]
+    assert len(genders) >= 24 and genders.count("female") >= 10 and genders.count("male") >= 10
+    targets = Targets()
+    reference = library.meta["reference"]["dnsmos_ovrl"]
+    for v in library.voices:
+        assert v.gates["wer"] <= targets.max_wer, v.id
+        assert v.gates["max_cosine"] <= targets.max_cosine, v.id
+        assert v.gates["dnsmos_ovrl"] >= reference - targets.max_dnsmos_drop, v.id
+        assert targets.pitch_ok(v.gender, v.f0_median_hz), v.id
+        assert v.accent == "en-us" and v.age in ("young", "adult", "older") and v.name
+
+
+def test_kokoro_offers_the_library_as_english_voices() -> None:
+    from engine.synthesis.kokoro import kokoro_voice_list
+
+    library = shipped_library()
+    assert library is not None
+    offered = {v.voice_id: v for v in kokoro_voice_list()}
+    for v in library.voices:
+        assert offered[v.id].language == "en-us" and offered[v.id].gender == v.gender
+    assert offered["jf_alpha"].language == "ja"  # the packs stay what they are
