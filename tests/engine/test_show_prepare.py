@@ -115,7 +115,8 @@ def slow(testdata: Path) -> Iterator[Slow]:
 
 def test_play_waits_for_the_voices_and_the_opening_is_heard_in_them(slow: Slow) -> None:
     slow.show.pause(False)
-    assert slow.show.status == "preparing"
+    slow.show.tick()
+    assert slow.show.status == "preparing" and not slow.ring.playing
     slow.run(12.0)
     assert "preparing" in slow.statuses and slow.statuses[-1] in ("playing", "ended")
     first = slow.show.tracks[0]
@@ -135,7 +136,8 @@ def test_after_stop_a_voiced_opening_starts_at_once_in_its_voice(slow: Slow) -> 
     slow.run(6.0)  # stopped: the opening is voiced again ahead, with no deadline pressure
     slow.heard.clear()
     slow.show.pause(False)
-    assert slow.show.status == "playing"  # ready: no wait
+    slow.show.tick()
+    assert slow.show.status == "playing"  # ready: no wait beyond the first turn
     slow.run(3.0)
     first = slow.show.tracks[0]
     assert not first.fallback and first.start_s is not None
