@@ -41,7 +41,8 @@ def test_a_fresh_install_casts_every_role_to_a_natural_voice(fresh: Path, tmp_pa
     assert not [r for r in rows if r["voice"].startswith("espeak:")]
     voices = [r["voice"] for r in rows]
     assert len(set(voices)) == len(voices)  # four characters, four voices
-    assert all(v.startswith("kokoro:") for v in voices)  # the designed library, packaged in the wheel
+    assert all(v.startswith(("kokoro:", "piper:")) for v in voices)
+    assert sum(v.startswith("kokoro:") for v in voices) >= 2  # the designed library, packaged in the wheel
     pip = subprocess.run([str(fresh / "bin" / "python"), "-m", "pip", "list", "--format", "json"],
                          capture_output=True, text=True, check=True)  # fmt: skip
     names = {p["name"].lower() for p in json.loads(pip.stdout)}
