@@ -89,7 +89,10 @@ def propose(gender: str, packs: Sequence[str], rng: np.random.Generator, step: f
         timbre = _dirichlet(rng, female, 0.6)
         if rng.random() < 0.4 and len(female) > 1:  # away from one of the others
             timbre = _extrapolate(rng, timbre, str(rng.choice(female)), float(rng.uniform(0.1, 0.5)))
-        prosody = _dirichlet(rng, female + male, 0.6)
+        if rng.random() < 0.4:  # some of the male pack's timbre: a lower, darker woman's voice
+            u = float(rng.uniform(0.1, 0.4))
+            timbre = {**{n: w * (1 - u) for n, w in timbre.items()}, male[0]: u}
+        prosody = _dirichlet(rng, female, 0.6)  # NB: the male pack's prosody pulls F0 under 165 Hz
     else:
         mix = _dirichlet(rng, female, 0.8)
         if rng.random() < 0.5:  # deeper than the male pack: away from the female ones
