@@ -14,15 +14,19 @@ from engine.synthesis.kokoro import onnx_available
 ROOT = Path(__file__).resolve().parents[2]
 
 _PROGRAM = """
-import threading
+import json, os, sys, threading
 from engine.service import Engine, EngineSettings
 
 def loading():
     return [t for t in threading.enumerate() if t.name == "troupe-kokoro-warmup"]
 
+project = sys.argv[1]  # the demo with every role saved on espeak-ng (the draft cast)
+roles = ("IRIS", "OWEN", "CALLER", "NARRATOR")
+json.dump({"troupe_project": 1, "script": os.path.abspath("assets/demo/the_last_broadcast.fountain"),
+           "cast": {r: {"voice_id": "en-us+m3"} for r in roles}}, open(project, "w"))
 e = Engine(EngineSettings())
 assert "kokoro" in e.scheduler.backends
-e.load("assets/demo/the_last_broadcast.fountain")
+e.open_project(project)
 assert not loading(), "a model loaded for an espeak-ng cast"
 e.set_voice("IRIS", voice_id="kokoro:jf_alpha")
 e.call(lambda: None)
@@ -35,8 +39,8 @@ print("clean")
 
 
 @pytest.mark.skipif(not onnx_available(), reason="the neural extra is not installed")
-def test_model_loads_when_cast_and_close_waits_for_it() -> None:
-    done = subprocess.run([sys.executable, "-c", _PROGRAM], capture_output=True, text=True,
-                          timeout=300, cwd=ROOT)  # fmt: skip
+def test_model_loads_when_cast_and_close_waits_for_it(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", _PROGRAM, str(tmp_path / "draft.troupe.json")],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().endswith("clean")

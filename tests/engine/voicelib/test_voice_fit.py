@@ -31,6 +31,7 @@ def test_bad_clips_are_refused(tmp_path: Path) -> None:
         read_clips([junk])
 
 
+@pytest.mark.timeout(900)  # a 150 s search, and the start's scoring before it, on 2 busy cores
 def test_fit_moves_toward_the_speaker_and_saves_a_usable_voice(tmp_path: Path) -> None:
     from engine.synthesis.kokoro.library import Recipe, build_style
     from engine.voicelib.design import kokoro_voicer

@@ -70,6 +70,7 @@ def _have(*modules: str) -> bool:
 
 @pytest.mark.skipif(not _have("resemblyzer", "speechmos", "faster_whisper"),
                     reason="needs the design and asr extras (.ci/run installs them)")  # fmt: skip
+@pytest.mark.timeout(900)  # the real model and judges on 2 busy cores
 def test_design_writes_a_library_whose_figures_are_measured(tmp_path: Path) -> None:
     from engine.synthesis.kokoro.voices import VoiceBank
     from engine.voicelib.design import design
