@@ -13,7 +13,7 @@ from typing import Any
 from engine.core.errors import CastError
 from engine.core.limits import VOICE_LIMITS
 from engine.core.types import Role, Script, Voice
-from engine.gender import guess_all_with_evidence
+from engine.gender import GENDER_WORDS, guess_all_with_evidence
 from engine.script.common import normalise_role
 from engine.synthesis.base import VoiceInfo
 
@@ -59,7 +59,6 @@ DISTINCT_ROLES = 12
 """The most-spoken roles that never share a voice while the natural voices go round."""
 _SHARED_PITCH = (50, 42, 58, 36, 64, 30, 70)
 """Pitch offsets (0..100, 50 = as voiced) that keep roles sharing one natural voice apart."""
-_GENDER_WORDS = {"f": "female", "m": "male"}
 
 
 def _english(natural: Sequence[VoiceInfo]) -> list[VoiceInfo]:
@@ -74,7 +73,7 @@ def natural_voice(role: Role, gender: str | None, natural: Sequence[VoiceInfo], 
     roles are cast first, so they share only when the voices run out). Where no
     voice of the gender exists, another is moved toward it in pitch and timbre."""
     english = _english(natural)
-    want = _GENDER_WORDS.get(gender or "", "")
+    want = GENDER_WORDS.get(gender or "", "")
     same = [v for v in english if v.gender == want] if want else english
     pool = same or english
     h = _hash(role.name)
@@ -154,8 +153,7 @@ class Cast:
         cast = cls(dict(keep or {}))
         guesses = guess_all_with_evidence(script, [n for n in script.roles if n not in cast.voices])
         genders = {n: g.gender for n, g in guesses.items()}
-        words = {"f": "female", "m": "male", None: "gender unknown"}
-        cast.why = {n: f"{words[g.gender]}: {'; '.join(g.evidence)}" for n, g in guesses.items()}
+        cast.why = {n: f"{g.label}: {'; '.join(g.evidence)}" for n, g in guesses.items()}
         taken: set[str] = set()
         for v in cast.voices.values():
             taken |= {f"{v.backend}:{v.voice_id}", f"{v.backend}:{v.voice_id}@{v.pitch}"}

@@ -12,8 +12,6 @@ from engine.core.types import Script
 from engine.gender import guess_all_with_evidence
 from engine.synthesis.base import VoiceInfo
 
-_GENDER = {"f": "female", "m": "male", None: "unknown"}
-
 
 def cast_report(script: Script, cast: Cast, natural: Sequence[VoiceInfo] = ()) -> list[dict[str, Any]]:
     """One entry a role, the most-spoken first: name, lines, words, voice (`backend:id`),
@@ -32,7 +30,7 @@ def cast_report(script: Script, cast: Cast, natural: Sequence[VoiceInfo] = ()) -
             "voice": f"{voice.backend}:{voice.voice_id}",
             "voice_gender": genders.get((voice.backend, voice.voice_id), ""),
             "pitch": voice.pitch,
-            "gender": _GENDER[guess.gender],
+            "gender": guess.label,
             "evidence": list(guess.evidence),
         })  # fmt: skip
     return out

@@ -36,6 +36,8 @@ WINDOW_CHARS = 160
 MENTIONS = 6
 """Mentions of a character read (the first ones): enough to outvote one stray pronoun."""
 _NAME_GENDER = {"female": "f", "mostly_female": "f", "male": "m", "mostly_male": "m"}
+GENDER_WORDS = {"f": "female", "m": "male"}
+"""A guess's letter as a voice list names the gender."""
 _AGE_PREFIX = re.compile(r"^(?:YOUNG|YOUNGER|OLD|OLDER|LITTLE|BABY|TEEN(?:AGE)?|ADULT|ELDERLY)\s+(.+)$")
 _SENTENCE_END = re.compile(r"[.!?]\s|$")
 W_NAME_WORD, W_ROLE_WORD, W_PRONOUN, W_FIRST_NAME = 3.0, 3.0, 1.0, 1.5
@@ -48,6 +50,11 @@ class Guess:
     gender: str | None
     evidence: tuple[str, ...] = ()
     scores: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """'female', 'male' or 'unknown'."""
+        return GENDER_WORDS.get(self.gender or "", "unknown")
 
 
 @functools.cache
@@ -120,8 +127,7 @@ def from_pronouns(name: str, action_lines: Iterable[str]) -> str | None:
 
 def action_lines(script: Script) -> list[str]:
     """The script file's lines that are neither dialogue, cue names nor parentheticals
-    (Fountain and plain text keep their action there); [] when the file cannot be read.
-    Linear: a line is dialogue where it is one of the cues' lines as spoken."""
+    (Fountain and plain text keep their action there); [] when the file cannot be read."""
     try:
         text = Path(script.path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError, ValueError):
@@ -135,20 +141,17 @@ def action_lines(script: Script) -> list[str]:
             continue
         if line.upper() == line and re.sub(r"\s*\(.*\)|\s*\^$", "", line).strip() in names:
             continue  # a cue's character name
-        if line in spoken:
-            continue
         out.append(line)
     return _drop_dialogue_pieces(out, spoken)
 
 
 def _drop_dialogue_pieces(lines: list[str], spoken: set[str]) -> list[str]:
     """Lines that are a wrapped part of a spoken cue (a cue over several lines of the file)
-    are dialogue too: looked up by their words in an index of the cues' texts, linear."""
-    multi = [s for s in spoken if len(s) > 0]
-    if not multi:
-        return lines
-    joined = "\n".join(multi)
-    return [line for line in lines if len(line) < 12 or line not in joined]
+    are dialogue too: each line is looked for in the cues' texts joined by newlines (one
+    substring search a line, which no line can match across two cues). NB: lines times
+    dialogue, as before; issue 40 asks for an index."""
+    joined = "\n".join(spoken)
+    return [line for line in lines if line not in joined]
 
 
 def guess_with_evidence(role: Role, found: Sequence[tuple[str, str]] = ()) -> Guess:
