@@ -420,7 +420,7 @@ class Show:
         self.adlibs.release_heard(heard)
 
     # --- transport -------------------------------------------------------------------
-    def readiness(self) -> Readiness:
+    def _readiness(self) -> Readiness:
         """How ready the lines ahead of the playhead are (see engine/show_prepare.py)."""
         backends = self.scheduler.backends
 
@@ -434,7 +434,7 @@ class Show:
     def _prepare(self, now: float) -> None:
         """While preparing: start the clock once the lines ahead can be on time (or after
         `MAX_PREPARE_S`), with their deadlines counted from now."""
-        self.preparing = self.readiness()
+        self.preparing = self._readiness()
         if self.preparing.ready or now - self._prepare_since >= MAX_PREPARE_S:
             self.preparing = None
             self._refresh_deadlines()

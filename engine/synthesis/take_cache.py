@@ -58,16 +58,20 @@ class TakeCache:
         self.misses = 0
         self._lock = threading.Lock()
         folder.mkdir(parents=True, exist_ok=True)
-        self._size = self._scan_size()
+        self._size: int | None = None
+        """Bytes in the folder as this process knows it; read at the first store (not at
+        start-up: a full cache is thousands of files)."""
 
-    def _scan_size(self) -> int:
-        total = 0
+    def _entries(self) -> list[tuple[float, int, Path]]:
+        """(last used, bytes, path) of every take in the folder (one vanishing meanwhile is skipped)."""
+        entries = []
         for path in self.folder.glob("*/*.npz"):
             try:
-                total += path.stat().st_size
+                st = path.stat()
             except OSError:
                 continue
-        return total
+            entries.append((st.st_mtime, st.st_size, path))
+        return entries
 
     @staticmethod
     def key(model: str, request: SynthRequest, sample_rate_hz: int, lexicon: str) -> str:
@@ -113,22 +117,22 @@ class TakeCache:
         except OSError as exc:  # a full disk or a read-only folder: the show goes on uncached
             log.warning("take cache: not stored (%s)", exc)
             return
+        first = self._size is None  # the first store: the folder is read once (this take in it)
+        scanned = sum(s for _t, s, _p in self._entries()) if first else 0
         with self._lock:
-            self._size += len(data)
+            if self._size is None:
+                self._size = scanned
+            elif not first:
+                self._size += len(data)
+            # NB: another thread's first store counted this take in its read, or not: the
+            # figure is an estimate that `evict` corrects from the folder itself
             over = self._size > self.cap_bytes
         if over:
             self.evict()
 
     def evict(self) -> int:
         """Remove the least recently used takes until under 90% of the cap; the count removed."""
-        entries = []
-        for path in self.folder.glob("*/*.npz"):
-            try:
-                st = path.stat()
-            except OSError:
-                continue
-            entries.append((st.st_mtime, st.st_size, path))
-        entries.sort()
+        entries = sorted(self._entries())
         total = sum(size for _t, size, _p in entries)
         removed = 0
         for _t, size, path in entries:
