@@ -66,6 +66,47 @@ class Scene:
 
 
 @dataclass(frozen=True)
+class ImportNote:
+    """Something the import did that the director should know before the show is voiced."""
+
+    line: int
+    """1-based line in the source file; 0 where none applies."""
+    kind: str
+    """'warning' (read, but check it), 'skipped' (not spoken, see `reason`), 'guess' (a
+    speaker or sound read from evidence that may be wrong) or 'split' (a long paragraph
+    became several lines of one role)."""
+    message: str
+    reason: str = ""
+    """For 'skipped': why ('karaoke', 'sign', 'zero length', ...), the report's grouping."""
+
+
+@dataclass(frozen=True)
+class StyleUse:
+    """An ASS/SSA style as the import saw it: how many events use it, spoken or not, and why."""
+
+    name: str
+    events: int
+    dialogue: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class ImportFacts:
+    """How a file was read: its encoding (and how sure), what was skipped or guessed."""
+
+    encoding: str = "utf-8"
+    confidence: float = 1.0
+    """1.0 for a BOM, valid UTF-8 or a chosen encoding; the detector's figure for a guess."""
+    how: str = "utf-8"
+    """'bom', 'utf-8', 'guessed' or 'chosen' (the user's `--encoding`)."""
+    first_line: str = ""
+    """The first non-blank decoded line: what a wrong guess would show at a glance."""
+    notes: tuple[ImportNote, ...] = ()
+    styles: tuple[StyleUse, ...] = ()
+    """ASS/SSA only: every style of the file, in the order first used."""
+
+
+@dataclass(frozen=True)
 class Script:
     """An imported script: what every importer returns."""
 
@@ -80,6 +121,8 @@ class Script:
     """Title-page keys (lower case) and values."""
     annotations: tuple[Annotation, ...] = ()
     """Sound descriptions and music marks ('[door slams]', '♪'): shown, never spoken."""
+    facts: ImportFacts = field(default_factory=ImportFacts)
+    """What the import report shows: encoding, skipped events, guesses, warnings."""
 
     def cues_for(self, role: str) -> list[Cue]:
         return [c for c in self.cues if c.role == role]

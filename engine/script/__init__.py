@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from engine.core.errors import ScriptError
 from engine.core.types import Script
-from engine.script.common import read_text
+from engine.script.common import Decoded, read_text
 from engine.script.detect import sniff
 from engine.script.fdx import parse_fdx
 from engine.script.fountain import parse_fountain
 from engine.script.limits import check_file, check_script
+from engine.script.options import ImportOptions
 from engine.script.plaintext import match_line, parse_plaintext
 from engine.script.subtitles import parse_subtitles
 from engine.script.tabular import parse_tabular
@@ -28,22 +30,37 @@ _WHAT_TO_DO = (
 )
 
 
-def load_script(path: str | Path) -> Script:
+def load_script(path: str | Path, options: ImportOptions | None = None) -> Script:
     """Import a script file of any supported format; raise `ScriptError` on bad input, on
-    what is not a regular file, and on a script past the limits of `engine.script.limits`."""
+    what is not a regular file, and on a script past the limits of `engine.script.limits`.
+    What the import skipped, guessed or split is in `Script.facts` (the import report)."""
     path = Path(path)
     check_file(path)
-    return check_script(path, import_unchecked(path))
+    return check_script(path, import_unchecked(path, options))
 
 
-def import_unchecked(path: Path) -> Script:
+def import_unchecked(path: Path, options: ImportOptions | None = None) -> Script:
     """The importers without the entry checks (benchmarks measure past the limits)."""
+    options = options or ImportOptions()
+    decoded = _read(path, options)
+    script = _parse(path, decoded.text, options)
+    first = next((ln.strip() for ln in decoded.text.split("\n", 50) if ln.strip()), "")
+    facts = replace(script.facts, encoding=decoded.encoding, confidence=decoded.confidence,
+                    how=decoded.how, first_line=first[:120])  # fmt: skip
+    return replace(script, facts=facts)
+
+
+def _read(path: Path, options: ImportOptions) -> Decoded:
     suffix = path.suffix.lower()
     if suffix and suffix not in BY_SUFFIX and suffix not in _SNIFFED:
         raise ScriptError(
             path, f"Troupe cannot read {suffix!r} files; {_WHAT_TO_DO} (read: {', '.join(SUFFIXES)})"
         )
-    text = read_text(path)
+    return read_text(path, options.encoding)
+
+
+def _parse(path: Path, text: str, options: ImportOptions) -> Script:
+    suffix = path.suffix.lower()
     fmt = BY_SUFFIX.get(suffix) or sniff(text)
     if fmt is None and any(match_line(ln) for ln in text.split("\n")):
         fmt = "text"  # mostly 'NAME: line': let that parser name the line that is not
@@ -60,8 +77,8 @@ def import_unchecked(path: Path) -> Script:
     if fmt == "text":
         return parse_plaintext(path, text)
     if fmt in _SUBTITLES:
-        return parse_subtitles(path, text, fmt)
+        return parse_subtitles(path, text, fmt, options.styles)
     return parse_tabular(path, text, "\t" if fmt == "tsv" else ",")
 
 
-__all__ = ["ScriptError", "load_script", "sniff"]
+__all__ = ["ImportOptions", "ScriptError", "load_script", "sniff"]

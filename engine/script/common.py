@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from engine.core.errors import ScriptError
-from engine.core.types import Annotation, Cue, Role, Scene, Script
+from engine.core.types import Annotation, Cue, ImportFacts, ImportNote, Role, Scene, Script, StyleUse
 from engine.script.ensemble import expand_ensembles
 
 MAX_SCRIPT_BYTES = 20 * 1024 * 1024
@@ -28,16 +28,37 @@ _BOMS = (
     (b"\x00\x00\xfe\xff", "utf-32-be"), (b"\xff\xfe\x00\x00", "utf-32-le"),
     (b"\xfe\xff", "utf-16-be"), (b"\xff\xfe", "utf-16-le"),
 )  # fmt: skip
-_TAG = re.compile(r"</?[A-Za-z0-9][^<>]{0,40}>")
+TAG = re.compile(
+    r"</?(?:b|i|u|s|c|v|font|lang|ruby|rt|span|br|em|strong|sub|sup|p)(?:[.\s][^<>]{0,60})?\s*/?>"
+    r"|<\d{1,4}(?::\d{2}){1,2}[.,]\d{1,3}>",
+    re.IGNORECASE,
+)
+"""Markup a subtitle or script may carry (HTML/WebVTT tags, WebVTT word timings); a '<' of
+the words themselves ('2<3,5>1', 'a <b>') is left alone."""
 _ASS_BLOCK = re.compile(r"\{\\[^{}]{0,200}\}")
 _UNSPOKEN = str.maketrans({"*": None, "_": None, "~": None, "\\": None, "♪": None, "♫": None})
 
 
-def read_text(path: Path) -> str:
+@dataclass(frozen=True)
+class Decoded:
+    text: str
+    encoding: str
+    confidence: float
+    how: str
+
+
+_PREFERRED = ("cp1252",)
+"""Where several code pages decode a file equally well (charset-normalizer ranks cp1250
+first for French 'à' and 'où', turning them into 'ŕ' and 'oů'), the one Western subtitle
+and script tools write."""
+
+
+def read_text(path: Path, encoding: str | None = None) -> Decoded:
     """Read a script file as text, with newlines normalised to '\\n'.
 
-    Accepted: UTF-8 (with or without BOM) and BOM-marked UTF-16 or UTF-32. Guessing a
-    legacy code page would silently turn bad bytes into wrong words in an actor's mouth.
+    The encoding: the one given; else a BOM (UTF-8/16/32); else UTF-8 if every byte is
+    valid; else charset-normalizer's best guess (its confidence goes in the import report,
+    with the first decoded line, so a wrong guess is seen before anything is voiced).
     """
     try:
         size = path.stat().st_size
@@ -51,18 +72,31 @@ def read_text(path: Path) -> str:
         raise ScriptError(path, f"cannot open the file ({exc.strerror or exc})") from exc
     if not raw.strip():
         raise ScriptError(path, "file is empty; expected a script with at least one line")
-    text = _decode(path, raw)
+    decoded = _decode(path, raw, encoding)
+    text = decoded.text
     if "\x00" in text:
         line = text.count("\n", 0, text.index("\x00")) + 1
         raise ScriptError(path, "file contains NUL bytes; expected a text script", line)
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return replace(decoded, text=text)
 
 
-def _decode(path: Path, raw: bytes) -> str:
+def _decode(path: Path, raw: bytes, encoding: str | None) -> Decoded:
+    if encoding:
+        try:
+            return Decoded(raw.decode(encoding).removeprefix("\ufeff"), encoding, 1.0, "chosen")
+        except UnicodeDecodeError as exc:
+            line = raw.count(b"\n", 0, exc.start) + 1
+            bad = raw[exc.start : exc.end].hex(" ")
+            raise ScriptError(
+                path, f"bytes {bad} are not valid {encoding}; choose another encoding", line
+            ) from exc
+        except LookupError:
+            raise ScriptError(path, f"unknown encoding {encoding!r}; expected e.g. utf-8, cp1252") from None
     for bom, codec in _BOMS:
         if raw.startswith(bom):
             try:
-                return raw[len(bom) :].decode(codec)
+                return Decoded(raw[len(bom) :].decode(codec), codec, 1.0, "bom")
             except UnicodeDecodeError as exc:
                 what = codec.upper().replace("-BE", "").replace("-LE", "")
                 raise ScriptError(
@@ -71,11 +105,47 @@ def _decode(path: Path, raw: bytes) -> str:
                     f"{exc.end + len(bom)} are not valid {what}; save the script as UTF-8",
                 ) from exc
     try:
-        return raw.decode("utf-8-sig")
+        how = "bom" if raw.startswith(b"\xef\xbb\xbf") else "utf-8"
+        return Decoded(raw.decode("utf-8-sig"), "utf-8", 1.0, how)
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         bad = raw[exc.start : exc.end].hex(" ")
-        raise ScriptError(path, f"bytes {bad} are not valid UTF-8; save the script as UTF-8", line) from exc
+        guess = _guess(raw)
+        if guess is None:
+            raise ScriptError(
+                path,
+                f"bytes {bad} are not valid UTF-8 and no other encoding reads the file; save the "
+                "script as UTF-8 or choose its encoding (--encoding)",
+                line,
+            ) from exc
+        return guess
+
+
+def _guess(raw: bytes) -> Decoded | None:
+    from charset_normalizer import from_bytes  # ~50 ms to import: only for a file not in UTF-8
+
+    matches = list(from_bytes(raw))
+    if not matches:
+        return None
+    best = matches[0]
+    tier = [
+        m for m in matches
+        if m.percent_chaos <= best.percent_chaos + 0.5 and m.percent_coherence >= best.percent_coherence - 1
+    ]  # fmt: skip
+    text, name = str(best), best.encoding
+    for preferred in _PREFERRED:
+        try:
+            alike = raw.decode(preferred)
+        except UnicodeDecodeError:
+            continue
+        if alike == text or any(m.encoding == preferred for m in tier):
+            text, name = alike, preferred
+            break
+    # confidence: how little the detector found amiss, times the share of equally good
+    # code pages that read the same words (four that disagree on 'à': a quarter each)
+    agree = sum(1 for m in tier if str(m) == text) or 1
+    confidence = max(0.0, 1.0 - best.percent_chaos / 100.0) * agree / max(len(tier), agree)
+    return Decoded(text, name, round(confidence, 3), "guessed")
 
 
 def split_extension(name: str) -> tuple[str, tuple[str, ...]]:
@@ -130,7 +200,7 @@ def strip_markup(text: str) -> str:
     """Remove everything that must not be spoken: inline HTML/WebVTT tags, ASS override
     blocks and line breaks (`{\\an8}`, `\\N`, `\\h`), emphasis and escape characters
     (`*`, `_`, `\\`), lyric marks `~` and music notes. Linear in the text's length."""
-    text = _TAG.sub("", text)
+    text = TAG.sub("", text)
     text = _ASS_BLOCK.sub("", text)
     text = text.replace("\\N", " ").replace("\\n", " ").replace("\\h", " ")
     return " ".join(text.translate(_UNSPOKEN).split())
@@ -146,6 +216,12 @@ class ScriptBuilder:
     cues: list[Cue] = field(default_factory=list)
     roles: dict[str, Role] = field(default_factory=dict)
     annotations: list[Annotation] = field(default_factory=list)
+    notes: list[ImportNote] = field(default_factory=list)
+    styles: list[StyleUse] = field(default_factory=list)
+
+    def note(self, kind: str, line: int, message: str, reason: str = "") -> None:
+        """Tell the import report: kind 'warning', 'skipped' (with `reason`), 'guess'."""
+        self.notes.append(ImportNote(line=line, kind=kind, message=message, reason=reason))
 
     def scene(self, heading: str, line: int) -> None:
         self.scenes.append(Scene(index=len(self.scenes), heading=heading, line=line))
@@ -208,4 +284,5 @@ class ScriptBuilder:
             roles=roles,
             metadata=dict(metadata or {}),
             annotations=tuple(self.annotations),
+            facts=ImportFacts(notes=tuple(self.notes), styles=tuple(self.styles)),
         )

@@ -50,20 +50,34 @@ def _is_blank(line: str) -> bool:
     return line in ("", " ")
 
 
-def _paragraphs(lines: list[str], start: int) -> list[Paragraph]:
+def _paragraphs(lines: list[str], start: int, builder: ScriptBuilder) -> list[Paragraph]:
     paragraphs: list[Paragraph] = []
     current: Paragraph = []
     for k in range(start, len(lines)):
-        line = lines[k]
-        if _is_blank(line.rstrip("\r")):
+        line = lines[k].rstrip("\r")
+        if _is_blank(line) or (not line.strip() and line != "  " and _cue_follows(lines, k)):
+            if current and line:
+                builder.note("warning", k + 1, "a line of only spaces or tabs read as a blank line "
+                             "(a character cue follows it); the Fountain way to keep a blank line "
+                             "inside a speech is exactly two spaces")  # fmt: skip
             if current:
                 paragraphs.append(current)
             current = []
         else:
+            if not line.strip() and line != "  " and current:
+                builder.note("warning", k + 1, "a line of only spaces or tabs keeps the paragraph "
+                             "together; leave it empty to end the paragraph")  # fmt: skip
             current.append((k + 1, line))
     if current:
         paragraphs.append(current)
     return paragraphs
+
+
+def _cue_follows(lines: list[str], k: int) -> bool:
+    """A character cue with words under it starts on the next line."""
+    nxt = lines[k + 1].strip() if k + 1 < len(lines) else ""
+    after = lines[k + 2].strip() if k + 2 < len(lines) else ""
+    return bool(nxt and after) and _is_character(nxt)
 
 
 def _title_page(lines: list[str]) -> tuple[dict[str, str], int]:
@@ -127,7 +141,7 @@ def parse_fountain(path: Path, text: str) -> Script:
     meta, body_start = _title_page(lines)
     builder = ScriptBuilder(path=path, format="fountain")
     caseless_line = 0
-    for para in _paragraphs(lines, body_start):
+    for para in _paragraphs(lines, body_start, builder):
         line_no, first = para[0][0], para[0][1].strip()
         if _SCENE.match(first) or (first.startswith(".") and not first.startswith("..")):
             builder.scene(_heading(first), line_no)
@@ -157,12 +171,12 @@ def _dialogue(builder: ScriptBuilder, para: Paragraph) -> None:
         part = raw.strip()
         if paren is not None:  # inside a parenthetical that spans lines
             paren.append(part)
-            if part.endswith(")"):
+            if part.endswith((")", "）")):
                 hints.append(" ".join(paren)[1:-1].strip())
                 paren = None
-        elif part.startswith("(") and part.endswith(")"):
-            hints.append(part[1:-1].strip())
-        elif part.startswith("(") and ")" not in part:
+        elif part.startswith(("(", "（")) and part.endswith((")", "）")):
+            hints.append(part[1:-1].strip())  # '（小声で）' as well: full-width, as Japanese scripts write it
+        elif part.startswith(("(", "（")) and ")" not in part and "）" not in part:
             paren = [part]
         elif part:
             spoken.append(part.removeprefix("~"))

@@ -6,11 +6,13 @@ against the number of lines and roles)."""
 from __future__ import annotations
 
 import errno
+import re
 import stat
+from dataclasses import replace
 from pathlib import Path
 
 from engine.core.errors import ScriptError
-from engine.core.types import Script
+from engine.core.types import Cue, ImportNote, Script
 from engine.script.common import MAX_SCRIPT_BYTES
 
 MAX_LINES = 10_000
@@ -18,7 +20,12 @@ MAX_LINES = 10_000
 MAX_ROLES = 1_000
 """Distinct roles in one script."""
 MAX_LINE_CHARS = 5_000
-"""Characters in one line (also what an edit may make of a line)."""
+"""Characters in one line: an imported paragraph longer than this becomes several lines
+of the same role (`split_long`); an edit may not make a line longer."""
+
+_SENTENCE = re.compile(r"(?<=[.!?…])[\"'”’»)\]]*\s+|(?<=[。！？])[」』）]*\s*")
+_NO_SPACE_AFTER = tuple("。！？」』）")
+_CLAUSE = re.compile(r"(?<=[,;:，；：—–])\s+")
 
 __all__ = ["MAX_LINES", "MAX_LINE_CHARS", "MAX_ROLES", "MAX_SCRIPT_BYTES", "check_file", "check_script"]
 
@@ -43,14 +50,78 @@ def check_file(path: Path) -> None:
 
 
 def check_script(path: Path, script: Script) -> Script:
-    """Refuse a script too big to play smoothly, saying which limit and what to do."""
+    """Refuse a script too big to play smoothly, saying which limit and what to do; a line
+    past `MAX_LINE_CHARS` is split, never refused (a writing app may make such a paragraph)."""
+    script = _split_long_lines(script)
     if len(script.cues) > MAX_LINES:
         raise ScriptError(path, f"{len(script.cues):,} lines; a script may have at most {MAX_LINES:,} "
                                 "(split it into episodes or acts)")  # fmt: skip
     if len(script.roles) > MAX_ROLES:
         raise ScriptError(path, f"{len(script.roles):,} roles; a script may have at most {MAX_ROLES:,}")
-    for cue in script.cues:
-        if len(cue.text) > MAX_LINE_CHARS:
-            raise ScriptError(path, f"a line of {len(cue.text):,} characters; a line may have at most "
-                                    f"{MAX_LINE_CHARS:,} (split it into several)", cue.line)  # fmt: skip
     return script
+
+
+def split_long(text: str, limit: int = MAX_LINE_CHARS) -> list[str]:
+    """`text` as consecutive pieces of at most `limit` characters, cut at sentence ends,
+    else at clause marks, else between words, else (one 'word' past the limit) anywhere.
+    Linear: each cut is found by one forward scan."""
+    if len(text) <= limit:
+        return [text]
+    pieces: list[str] = []
+    for sentence in _cut(text, _SENTENCE):
+        parts = [sentence] if len(sentence) <= limit else _fine(sentence, limit)
+        for part in parts:
+            sep = "" if pieces and pieces[-1].endswith(_NO_SPACE_AFTER) else " "
+            if pieces and len(pieces[-1]) + len(sep) + len(part) <= limit:
+                pieces[-1] = f"{pieces[-1]}{sep}{part}"
+            else:
+                pieces.append(part)
+    return pieces
+
+
+def _cut(text: str, at: re.Pattern[str]) -> list[str]:
+    out, pos = [], 0
+    for m in at.finditer(text):
+        out.append(text[pos : m.start()] + m.group(0).rstrip())
+        pos = m.end()
+    out.append(text[pos:])
+    return [p.strip() for p in out if p.strip()]
+
+
+def _fine(sentence: str, limit: int) -> list[str]:
+    """A sentence past the limit: clauses, then words, then fixed-size cuts."""
+    out: list[str] = []
+    for clause in _cut(sentence, _CLAUSE):
+        if len(clause) <= limit:
+            out.append(clause)
+            continue
+        for word in clause.split():
+            out.extend(word[k : k + limit] for k in range(0, len(word), limit))
+    return out
+
+
+def _split_long_lines(script: Script) -> Script:
+    if all(len(c.text) <= MAX_LINE_CHARS for c in script.cues):
+        return script
+    cues: list[Cue] = []
+    notes = list(script.facts.notes)
+    for cue in script.cues:
+        pieces = split_long(cue.text)
+        if len(pieces) == 1:
+            cues.append(replace(cue, index=len(cues)))
+            continue
+        notes.append(ImportNote(cue.line, "split", f"{cue.role}'s paragraph of {len(cue.text):,} characters "
+                                f"is {len(pieces)} lines (at most {MAX_LINE_CHARS:,} characters each)"))  # fmt: skip
+        total, done = sum(len(p) for p in pieces), 0
+        for k, piece in enumerate(pieces):
+            start = end = None
+            if cue.start_s is not None and cue.end_s is not None:  # the slot shared by characters
+                start = cue.start_s + (cue.end_s - cue.start_s) * done / total
+                end = cue.start_s + (cue.end_s - cue.start_s) * (done + len(piece)) / total
+            elif k == 0:
+                start = cue.start_s
+            done += len(piece)
+            cues.append(replace(cue, index=len(cues), text=piece, start_s=start, end_s=end,
+                                overlaps_previous=cue.overlaps_previous and k == 0))  # fmt: skip
+    notes.sort(key=lambda n: n.line)
+    return replace(script, cues=tuple(cues), facts=replace(script.facts, notes=tuple(notes)))

@@ -3,10 +3,14 @@
 A cue's text becomes turns (speaker or None, words, delivery hints) plus descriptions that
 are never spoken. Recognised labels, in any script: WebVTT voice spans `<v Name>` (several
 in one cue), `[NAME]`, `Name:` / `NAME (V.O.):`, `>> NAME:` and diarisation output
-`SPEAKER_00:`. A dialogue dash (`-` opening a line, or after a finished sentence) starts a
-new turn. Parentheses, lower-case brackets (`[laughs]`, `[ríen]`), known sound words
-(`[DOOR SLAMS]`) and lines with music notes are descriptions: kept for the timeline as
-annotations, never spoken, never a role. Every step is one linear pass.
+`SPEAKER_00:`; a label alone on its line (`[Victoria]`, `MARY:`) names who says the next
+line; a qualified label (`[young Alba]`, `[man]`) names the speaker with a hint (read by
+`engine.script.sdh`, and reported as a guess). A dialogue dash (`-` opening a line, or
+after a finished sentence) starts a new turn. Parentheses (ASCII or full-width) other than
+a lower-case aside inside a sentence, lower-case brackets (`[laughs]`, `[ríen]`), sound
+words (`[GLASS SHATTERS]`), sign labels (`WARNING: do not enter.`) and lines with music
+notes are descriptions: kept for the timeline as annotations, never spoken, never a role.
+Every step is one linear pass.
 """
 
 from __future__ import annotations
@@ -16,26 +20,18 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from engine.script.common import normalise_role, split_extension
+from engine.script.common import TAG, normalise_role, split_extension
+from engine.script.sdh import LabelReading, read_label, sound_word
 
-_VOICE = re.compile(r"<v(?:\.[^\s>]{0,40})?\s{1,4}([^<>]{1,60})>")
-_TAG = re.compile(r"</?[A-Za-z0-9][^<>]{0,60}>")
+_VOICE = re.compile(r"<v(?:\.[^\s>]{0,40})?\s{1,4}([^<>]{1,60})>|</v\s*>")
 _BRACES = re.compile(r"\{[^{}]*\}")
 _DASH = re.compile(r"(?<=[.?!…\"'”»])\s+[-–—]\s+")
 _LABEL = re.compile(r"^([^\s:：][^:：]{0,40}?)\s*(?::\s+|：\s*)(?=\S)")
-_DESCRIPTION = re.compile(r"\[[^\[\]]{0,80}\]|\([^()]{0,80}\)|#[^#\n]{1,40}#")
+_ALONE = re.compile(r"^([^\s:：\[\]][^:：\[\]]{0,40}?)\s*[:：]$")
+_DESCRIPTION = re.compile(r"\[[^\[\]]{0,80}\]|\([^()]{0,80}\)|（[^（）]{0,80}）|#[^#\n]{1,40}#")
+_WORD_AFTER = re.compile(r"\s*[^\W\d_]")
 _SPEAKER_ID = re.compile(r"^SPEAKER[_ ]?\d{1,3}$", re.IGNORECASE)
 _MUSIC = ("♪", "♫", "♬", "#")
-_SOUND_WORDS = {
-    "LAUGHS", "LAUGHING", "LAUGHTER", "SIGHS", "SIGHING", "GASPS", "SCREAMS", "SCREAMING",
-    "CRIES", "CRYING", "SOBS", "SOBBING", "CHUCKLES", "GIGGLES", "GROANS", "GRUNTS", "COUGHS",
-    "SNIFFS", "WHISPERS", "WHISPERING", "SHOUTS", "SHOUTING", "YELLS", "SCOFFS", "EXHALES",
-    "INHALES", "MUSIC", "APPLAUSE", "CHEERING", "CHEERS", "SILENCE", "THUNDER", "SLAMS",
-    "SLAM", "KNOCKING", "KNOCKS", "RINGS", "RINGING", "BEEPS", "BEEPING", "BARKS", "BARKING",
-    "GUNSHOT", "GUNSHOTS", "EXPLOSION", "FOOTSTEPS", "DOOR", "PHONE", "SIREN", "CRASH",
-    "INAUDIBLE", "INDISTINCT", "CHATTER", "MUTTERS", "MUMBLES", "HUMS", "HUMMING", "PANTING",
-    "BREATHING", "SNORES", "WIND", "RAIN", "ENGINE", "HORN", "BELL", "STATIC", "NOISE",
-}  # fmt: skip
 
 
 @dataclass
@@ -58,6 +54,11 @@ class Turn:
 class CueReading:
     turns: list[Turn]
     descriptions: list[str]
+    guesses: list[str] = field(default_factory=list)
+    """Readings that may be wrong, with their evidence (for the import report)."""
+    pending: str | None = None
+    """A speaker label left alone on the cue's last line: it names the next cue's speaker."""
+    pending_hints: list[str] = field(default_factory=list)
 
 
 def _is_name(label: str) -> bool:
@@ -70,7 +71,7 @@ def _is_name(label: str) -> bool:
     words = name.split()
     if len(words) > 4 or not any(ch.isalpha() for ch in name):
         return False
-    if any(w.strip(".'-").upper() in _SOUND_WORDS for w in words):
+    if sound_word(name):
         return False
     for w in words:
         first = next((ch for ch in w if ch.isalpha()), "")
@@ -87,33 +88,83 @@ def clean_text(raw: str) -> str:
     """ASS/SSA line breaks and override blocks, HTML tags and entities out; '\\n' kept."""
     text = raw.replace("\\N", "\n").replace("\\n", "\n").replace("\\h", " ")
     text = _BRACES.sub("", text)
-    return html.unescape(_TAG.sub("", text))
+    return html.unescape(TAG.sub("", text))
 
 
 def _voice_segments(raw: str) -> list[tuple[str | None, str]]:
-    """Split a cue at each `<v Name>` span: (voice name or None, text)."""
+    """Split a cue at each `<v Name>` span (closed by `</v>` or the next span): (voice
+    name or None, text)."""
     segments: list[tuple[str | None, str]] = []
     pos, voice = 0, None
     for m in _VOICE.finditer(raw):
         segments.append((voice, raw[pos : m.start()]))
-        voice, pos = m.group(1).strip(), m.end()
+        voice, pos = (m.group(1).strip() if m.group(1) else None), m.end()
     segments.append((voice, raw[pos:]))
     return [(v, t) for v, t in segments if t.strip() or v]
 
 
-def _label(line: str, trusted: set[str] | None) -> tuple[str | None, str, bool]:
-    """Take a leading speaker label off one line: (name or None, rest, '>>' marker)."""
+@dataclass
+class _Label:
+    name: str | None
+    rest: str
+    marker: bool
+    hints: list[str] = field(default_factory=list)
+    sign: bool = False
+
+
+def _label(line: str, trusted: set[str] | None, guesses: list[str]) -> _Label:
+    """Take a leading speaker label off one line."""
     marker = line.startswith(">>")
     if marker:
         line = line[2:].lstrip()
     if line.startswith("["):
         end = line.find("]")
-        if 0 < end <= 60 and line[end + 1 :].strip() and _is_name(line[1:end]):
-            return line[1:end].strip(), line[end + 1 :].strip(), marker
+        if 0 < end <= 60:
+            who = _bracket_speaker(line[1 : end].strip(), trusted, guesses)
+            if who is not None:
+                return _Label(who.name, line[end + 1 :].strip(), marker, [who.hint] if who.hint else [])
     m = _LABEL.match(line[:100])  # a label is short: never scan a long line's whitespace
     if m and _colon_label_ok(m.group(1).strip(), trusted):
-        return m.group(1).strip(), line[m.end() :], marker
-    return None, line, marker
+        label = m.group(1).strip()
+        if read_label(split_extension(label)[0]).kind == "sign" and normalise_role(label) not in (trusted or ()):
+            guesses.append(f"{line[:60]!r} read as text on screen ('{label.lower()}' is a sign word)")
+            return _Label(None, line, marker, sign=True)
+        return _Label(label, line[m.end() :], marker)
+    return _Label(None, line, marker)
+
+
+def _bracket_speaker(body: str, trusted: set[str] | None, guesses: list[str]) -> LabelReading | None:
+    """'[ANN]', '[Victoria]', '[young Alba]', '[man]': who speaks; None for a sound."""
+    if not body:
+        return None
+    if _is_name(body):
+        reading = read_label(split_extension(body)[0])
+        if reading.kind == "speaker" or normalise_role(body) in (trusted or ()):
+            return LabelReading("speaker", body, reading.hint)
+        if reading.why:
+            guesses.append(f"'[{body}]' read as a sound, not a speaker ({reading.why})")
+        return None
+    reading = read_label(body)
+    if reading.kind == "speaker" and reading.why:
+        hint = f" ({reading.hint})" if reading.hint else ""
+        guesses.append(f"'[{body}]' read as speaker {normalise_role(reading.name)}{hint}: {reading.why}")
+        return reading
+    return None
+
+
+def _alone(line: str, trusted: set[str] | None, guesses: list[str]) -> _Label | None:
+    """A speaker label that is the whole line ('[Victoria]', 'MARY:'): it names the next line."""
+    marker = line.startswith(">>")
+    body = line[2:].strip() if marker else line
+    if body.startswith("[") and body.endswith("]") and "[" not in body[1:]:
+        who = _bracket_speaker(body[1:-1].strip(), trusted, guesses)
+        if who is not None:
+            return _Label(who.name, "", marker, [who.hint] if who.hint else [])
+    m = _ALONE.match(body[:60])
+    if m and _colon_label_ok(m.group(1).strip(), trusted) and read_label(m.group(1)).kind == "speaker":
+        name, ext = split_extension(m.group(1).strip())
+        return _Label(name, "", marker, list(ext))
+    return None
 
 
 def _colon_label_ok(label: str, trusted: set[str] | None) -> bool:
@@ -141,24 +192,39 @@ def trusted_labels(raw_texts: list[str]) -> set[str]:
 
 
 def _descriptions(text: str, found: list[str], hints: list[str]) -> str:
-    """Take sound descriptions out of spoken text; one at the very start is also a hint."""
+    """Take sound descriptions out of spoken text; one at the very start is also a hint.
+    A short lower-case aside in parentheses inside a sentence ('I was (fully) aware') is
+    speech: its words stay, its parentheses go."""
     out: list[str] = []
     pos, spoken = 0, False
     for m in _DESCRIPTION.finditer(text):
         out.append(text[pos : m.start()])
         spoken = spoken or bool(out[-1].strip())
         body = m.group(0)[1:-1].strip()
-        if body:
+        if m.group(0)[0] == "(" and spoken and _aside(body, text, m.end()):
+            out.append(body)
+        elif body:
             found.append(body)
-            if not spoken and m.group(0).startswith("("):
+            if not spoken and m.group(0)[0] in "(（":
                 hints.append(body)
         pos = m.end()
     out.append(text[pos:])
     return " ".join("".join(out).split())
 
 
-def _lines_to_turns(voice: str | None, text: str, found: list[str], trusted: set[str] | None) -> list[Turn]:
-    turns: list[Turn] = []
+def _aside(body: str, text: str, after: int) -> bool:
+    words = body.split()
+    return (
+        0 < len(words) <= 4
+        and body[:1].islower()
+        and not sound_word(body)
+        and _WORD_AFTER.match(text, after) is not None
+    )
+
+
+def _lines_to_turns(voice: str | None, text: str, reading: CueReading, trusted: set[str] | None) -> None:
+    turns, found = reading.turns, reading.descriptions
+    start = len(turns)
     for raw_line in text.split("\n"):
         line = raw_line.strip()
         if not line:
@@ -166,31 +232,42 @@ def _lines_to_turns(voice: str | None, text: str, found: list[str], trusted: set
         if any(mark in line for mark in _MUSIC[:3]) or (line.startswith("#") and line.endswith("#")):
             found.append(line)  # sung or background music: never spoken
             continue
+        alone = _alone(line, trusted, reading.guesses)
+        if alone is not None:
+            name, ext = split_extension(alone.name or "")
+            reading.pending, reading.pending_hints = name or None, [*alone.hints, *ext]
+            continue
         dash = line[0] in "-–—"
         pieces = _DASH.split(line[1:].lstrip() if dash else line)
         for k, piece in enumerate(pieces):
-            name, rest, marker = _label(piece.strip(), trusted)
-            new = dash or k > 0 or marker
-            hints: list[str] = []
+            label = _label(piece.strip(), trusted, reading.guesses)
+            if label.sign:
+                found.append(piece.strip())
+                continue
+            name = label.name
+            new = dash or k > 0 or label.marker
+            hints: list[str] = list(label.hints)
             if name:
                 name, ext = split_extension(name)
                 hints.extend(ext)
-            words = _descriptions(rest, found, hints)
+            elif reading.pending:
+                name, new = reading.pending, True
+                hints.extend(reading.pending_hints)
+            words = _descriptions(label.rest, found, hints)
             if not words:
                 continue
-            if turns and not (new or name):
+            reading.pending = None
+            if len(turns) > start and not (new or name):
                 turns[-1].parts.append(words)  # a wrapped line of the same turn
                 continue
             turns.append(Turn(name or voice, [words], hints, new_turn=new))
-    return turns
 
 
-def read_cue(raw: str, trusted: set[str] | None = None) -> CueReading:
+def read_cue(raw: str, trusted: set[str] | None = None, pending: str | None = None) -> CueReading:
     """Turns and non-spoken descriptions of one cue's raw text (tags and all); `trusted`:
-    the file's repeated mixed-case labels (`trusted_labels`), None to accept any."""
-    found: list[str] = []
-    turns: list[Turn] = []
+    the file's repeated mixed-case labels (`trusted_labels`), None to accept any;
+    `pending`: a label the previous cue left alone on its last line."""
+    reading = CueReading([], [], pending=pending)
     for voice, segment in _voice_segments(raw):
-        for turn in _lines_to_turns(voice, clean_text(segment), found, trusted):
-            turns.append(turn)
-    return CueReading(turns, found)
+        _lines_to_turns(voice, clean_text(segment), reading, trusted)
+    return reading

@@ -1,10 +1,15 @@
 """Subtitle importers: SRT, WebVTT, ASS/SSA, SBV and MicroDVD become timed lines.
 
-pysubs2 reads the formats. Troupe's own layer around it: a linear pre-pass over SRT/WebVTT
-that checks every timing line (pysubs2 would silently cut a 3-digit hour), drops what
-WebVTT allows but is not speech (header lines such as `Kind:`/`Language:`, NOTE, STYLE
-and REGION blocks, cue identifiers) and keeps source line numbers; a tiny SBV reader;
-then speaker detection (`engine.script.speakers`) and timing slots.
+SRT, WebVTT and SBV are read here, one pass over the lines that keeps every source line
+number: a timing line opens a cue (a number just before it is its identifier), so a cue
+number where words should be, a cue with no timing line or a malformed timing line is an
+error naming the line, never spoken; `-->` inside a cue's words is words; text after a
+stray blank line joins its cue with a warning in the import report; a zero-length cue is
+skipped (reported). WebVTT header lines (`Kind:`, `Language:`), NOTE, STYLE and REGION
+blocks are not speech. pysubs2 reads ASS/SSA and MicroDVD; every ASS/SSA event is
+classified as dialogue or not (karaoke tags and effects, drawings, comments, and each
+style by its name and use: see `_classify_styles`), and the director may choose the
+dialogue styles (`ImportOptions.styles`).
 
 Who speaks an untagged cue (the rule, in order): a label in the cue names the speaker; an
 ASS event's actor field names it; a cue that continues an unfinished sentence of the
@@ -18,39 +23,54 @@ from __future__ import annotations
 
 import re
 import warnings
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pysubs2
 from pysubs2.formats.microdvd import MICRODVD_LINE
-from pysubs2.formats.subrip import SubripFormat
 
 from engine.core.errors import ScriptError
-from engine.core.types import Script
+from engine.core.types import Script, StyleUse
 from engine.script.common import ScriptBuilder, normalise_role
 from engine.script.speakers import Turn, clean_text, read_cue, trusted_labels
 
 DEFAULT_SPEAKER = "NARRATOR"
 SECOND_VOICE = "VOICE 2"
-_SRT_TIME = r"\d{1,2}:\d{1,2}:\d{1,2}[,.]\d{1,3}"
-_VTT_TIME = r"(?:\d{1,4}:)?\d{2}:\d{2}\.\d{2,3}"
+_SRT_TIME = r"(\d{1,2}):(\d{1,2}):(\d{1,2})[,.](\d{1,3})"
+_VTT_TIME = r"(?:(\d{1,4}):)?(\d{2}):(\d{2})\.(\d{2,3})"
+_SBV_TIME = r"(\d{1,2}):(\d{2}):(\d{2})\.(\d{1,3})"
 _TIMING = {
     "srt": re.compile(rf"^\s*{_SRT_TIME}\s*-->\s*{_SRT_TIME}(?:\s.*)?$"),
     "vtt": re.compile(rf"^\s*{_VTT_TIME}\s*-->\s*{_VTT_TIME}(?:\s.*)?$"),
+    "sbv": re.compile(rf"^\s*{_SBV_TIME}\s*,\s*{_SBV_TIME}\s*$"),
 }
-_SBV_TIMING = re.compile(r"^\s*(\d{1,2}:\d{2}:\d{2}\.\d{3})\s*,\s*(\d{1,2}:\d{2}:\d{2}\.\d{3})\s*$")
-_SRT_STAMP = SubripFormat.TIMESTAMP
+_SBV_LIKE = re.compile(r"^\s*\d{1,2}:\d{2}")
+"""An SBV line at a cue's start that tries to be a timing line."""
+_ARROW = re.compile(r"-->|\d\s*-{1,2}>")
+_EXPECTED = {
+    "srt": "'HH:MM:SS,mmm --> HH:MM:SS,mmm'",
+    "vtt": "'[HH:]MM:SS.mmm --> [HH:]MM:SS.mmm'",
+    "sbv": "'H:MM:SS.mmm,H:MM:SS.mmm'",
+}
 _WORD_TIMING = re.compile(r"<\d{2}:\d{2}[:.]|<c[.>]")
 _INLINE_TIME = re.compile(r"<\d{1,4}(?::\d{2}){1,2}[.,]\d{1,3}>")
 _BRACES = re.compile(r"\{[^{}]*\}")
 _DRAWING = re.compile(r"\{[^{}]*\\p[1-9]")
+_KARAOKE = re.compile(r"\{[^{}]*\\(?:k|K|kf|ko)\d")
+_POSITIONED = re.compile(r"\{[^{}]*\\(?:pos|move|org)\(")
 _SENTENCE_END = tuple(".?!…\"'”»)]♪-—")
-_NOT_SPEECH_STYLES = ("sign", "song", "karaoke", "lyric")
 _TIMED = ("srt", "vtt", "sbv")
-_EXPECTED = {
-    "srt": "'HH:MM:SS,mmm --> HH:MM:SS,mmm'",
-    "vtt": "'[HH:]MM:SS.mmm --> [HH:]MM:SS.mmm'",
-}
+_NOT_SPEECH_EFFECTS = ("karaoke", "kara", "fx", "template", "code", "banner", "scroll")
+_NOT_SPEECH_STYLE_WORDS = {
+    "sign", "signs", "song", "songs", "karaoke", "kara", "lyric", "lyrics", "op", "ed", "opening",
+    "ending", "title", "titles", "romaji", "kanji", "translation", "tl", "note", "notes", "credit",
+    "credits", "staff", "logo", "insert", "eyecatch", "preview", "screen", "text", "caption",
+}  # fmt: skip
+_DIALOGUE_STYLE_WORDS = {
+    "default", "main", "dialogue", "dialog", "italic", "italics", "alt", "top", "flashback",
+    "narrator", "narration", "thought", "thoughts", "overlap", "speech", "internal", "phone",
+}  # fmt: skip
 
 
 @dataclass
@@ -63,6 +83,16 @@ class _Event:
     actor: str
     text_offset: int = 0
     """Lines from `line` to where the words start."""
+    style: str = ""
+    effect: str = ""
+
+
+@dataclass
+class _Loaded:
+    events: list[_Event]
+    notes: list[tuple[str, int, str, str]] = field(default_factory=list)
+    """(kind, line, message, reason) for the import report."""
+    styles: list[StyleUse] = field(default_factory=list)
 
 
 def format_srt_time(t: float) -> str:
@@ -71,54 +101,77 @@ def format_srt_time(t: float) -> str:
     return f"{ms // 3_600_000:02d}:{ms // 60_000 % 60:02d}:{ms // 1000 % 60:02d},{ms % 1000:03d}"
 
 
-def _prepare_timed(path: Path, text: str, fmt: str) -> tuple[str, list[int]]:
-    """SRT/WebVTT as pysubs2 should see it, and the line number of each cue's timing line."""
+def _seconds(h: str | None, m: str, s: str, frac: str) -> float:
+    return int(h or 0) * 3600 + int(m) * 60 + int(s) + int(frac.ljust(3, "0")[:3]) / 1000
+
+
+def _read_timed(path: Path, text: str, fmt: str) -> _Loaded:
+    """SRT, WebVTT or SBV cues with the line of each timing line; one pass."""
     lines = text.split("\n")
     timing = _TIMING[fmt]
-    keep: list[str] = []
-    timing_lines: list[int] = []
+    out = _Loaded([])
     k = 0
     if fmt == "vtt":
         if not lines[0].lstrip("\ufeff").startswith("WEBVTT"):
             raise ScriptError(path, "a WebVTT file must start with 'WEBVTT'", 1)
         while k < len(lines) and lines[k].strip() and "-->" not in lines[k]:
             k += 1  # header lines: 'Kind: captions', 'Language: en'
-    skipping = False
+    current: _Event | None = None
+    parts: list[str] = []
+    at_start, skipping, after_blank = True, False, False
+
+    def close() -> None:
+        if current is not None:
+            current.text = "\n".join(parts)
+            out.events.append(current)
+
     for n in range(k, len(lines)):
         line = lines[n]
-        block_start = n == 0 or not lines[n - 1].strip()
-        if not line.strip():
-            skipping = False
-            if keep and keep[-1]:  # one blank line: pysubs2 backtracks over a long run of them
-                keep.append("")
-        elif skipping:
+        stripped = line.strip()
+        if not stripped:
+            at_start, skipping = True, False
+            after_blank = current is not None
             continue
-        elif fmt == "vtt" and block_start and line.split(" ", 1)[0] in ("NOTE", "STYLE", "REGION"):
+        if skipping:
+            continue
+        if fmt == "vtt" and at_start and line.split(" ", 1)[0] in ("NOTE", "STYLE", "REGION"):
             skipping = True
-        elif "-->" in line:
-            if not timing.match(line):
-                raise ScriptError(path, f"bad timing {line.strip()[:60]!r}; expected {_EXPECTED[fmt]}", n + 1)
-            timing_lines.append(n + 1)
-            keep.append(line)
-        elif n + 1 < len(lines) and "-->" in lines[n + 1] and (block_start or line.strip().isdigit()):
-            continue  # a cue identifier
-        else:
-            line = _INLINE_TIME.sub("", line)  # word timings: pysubs2 would take them for a cue
-            if len(_SRT_STAMP.findall(line)) < 2:
-                keep.append(line)
-    return "\n".join(keep), timing_lines
-
-
-def _sbv_as_srt(text: str) -> tuple[str, list[int]]:
-    """SBV ('0:00:01.000,0:00:03.000' timing lines) rewritten line for line as SRT."""
-    out, timing_lines = [], []
-    for n, line in enumerate(text.split("\n"), start=1):
-        m = _SBV_TIMING.match(line)
+            continue
+        m = timing.match(line)
         if m:
-            timing_lines.append(n)
-            line = f"{m.group(1)} --> {m.group(2)}"
-        out.append(line)
-    return "\n".join(out), timing_lines
+            close()
+            g = m.groups()
+            start, end = _seconds(*g[:4]), _seconds(*g[4:])
+            current, parts = _Event(start, end, "", n + 1, "", 1), []
+            at_start = after_blank = False
+            continue
+        following = lines[n + 1] if n + 1 < len(lines) else ""
+        if fmt != "sbv" and (at_start or stripped.isdigit()) and timing.match(following):
+            continue  # a cue identifier
+        if fmt == "srt" and at_start and stripped.isdigit() and _ARROW.search(following):
+            continue  # an identifier; the timing line after it is checked next
+        if at_start and (fmt != "sbv" and _ARROW.search(line) or fmt == "sbv" and _SBV_LIKE.search(line)):
+            raise ScriptError(path, f"bad timing {stripped[:60]!r}; expected {_EXPECTED[fmt]}", n + 1)
+        if fmt == "srt" and at_start and stripped.isdigit():
+            raise ScriptError(
+                path,
+                f"cue {stripped[:12]} has no timing line; expected {_EXPECTED[fmt]} on line {n + 2}",
+                n + 2,
+            )
+        if current is None:
+            out.notes.append(("skipped", n + 1, f"text before the first timing line: {stripped[:60]!r}", "no timing"))
+            at_start = False
+            continue
+        if after_blank:
+            out.notes.append(("warning", n + 1, f"text after a blank line joined to the cue timed at line "
+                              f"{current.line}: {stripped[:60]!r}", ""))  # fmt: skip
+            after_blank = False
+        at_start = False
+        if fmt == "sbv":
+            line = line.replace("[br]", "\n").replace("[BR]", "\n")
+        parts.append(_INLINE_TIME.sub("", line))  # word timings are not words
+    close()
+    return out
 
 
 def _ass_event_lines(text: str) -> list[int]:
@@ -161,13 +214,10 @@ def _guard_ass(text: str) -> str:
     return "\n".join("" if "[" in ln[:4] and "]" not in ln else ln for ln in lines)
 
 
-def _load(path: Path, text: str, fmt: str) -> list[_Event]:
-    if fmt in ("srt", "vtt"):
-        source, lines = _prepare_timed(path, text, fmt)
-        parser = fmt
-    elif fmt == "sbv":
-        (source, lines), parser = _sbv_as_srt(text), "srt"
-    elif fmt in ("ass", "ssa"):
+def _load(path: Path, text: str, fmt: str, styles: frozenset[str] | None) -> _Loaded:
+    if fmt in _TIMED:
+        return _read_timed(path, text, fmt)
+    if fmt in ("ass", "ssa"):
         source, lines, parser = _guard_ass(text), _ass_event_lines(text), fmt
     else:
         source, lines, parser = _guard_microdvd(text), _microdvd_lines(text), "microdvd"
@@ -180,16 +230,100 @@ def _load(path: Path, text: str, fmt: str) -> list[_Event]:
             path, "MicroDVD file without a frame rate; add '{1}{1}23.976' (its fps) as line 1", 1
         ) from None
     except Exception as exc:  # any failure inside the library means a bad file
-        raise ScriptError(path, f"not a readable {fmt.upper()} file ({str(exc)[:80]})") from None
+        where = _ass_bad_line(text) if parser != "microdvd" else None
+        raise ScriptError(path, f"not a readable {fmt.upper()} file ({str(exc)[:80]})", where) from None
     if len(subs.events) != len(lines):
         lines = [0] * len(subs.events)  # the library skipped or added a line: no numbers
-    return [
-        _Event(ev.start / 1000, ev.end / 1000, ev.text, n, ev.name.strip(), int(fmt in _TIMED and n > 0))
+    events = [
+        _Event(ev.start / 1000, ev.end / 1000, ev.text, n, ev.name.strip(), 0, ev.style, ev.effect.strip())
         for ev, n in zip(subs.events, lines, strict=True)
-        if ev.type == "Dialogue"
-        and not _DRAWING.search(ev.text)
-        and not any(s in ev.style.lower() for s in _NOT_SPEECH_STYLES)
     ]
+    out = _Loaded([])
+    if parser == "microdvd":
+        out.events = events
+        return out
+    comments = [ev for ev, raw in zip(events, subs.events, strict=True) if raw.type != "Dialogue"]
+    for ev in comments:
+        out.notes.append(("skipped", ev.line, "a comment line", "comment"))
+    spoken = [ev for ev, raw in zip(events, subs.events, strict=True) if raw.type == "Dialogue"]
+    dialogue_styles, out.styles = _classify_styles(spoken, styles)
+    for ev in spoken:
+        why = _not_speech(ev, dialogue_styles)
+        if why:
+            out.notes.append(("skipped", ev.line, f"{ev.style}: {clean_text(ev.text)[:50]!r}", why))
+        else:
+            out.events.append(ev)
+    return out
+
+
+def _not_speech(ev: _Event, dialogue_styles: set[str]) -> str:
+    """Why an ASS/SSA event is not spoken ('' if it is)."""
+    if _DRAWING.search(ev.text):
+        return "drawing"
+    if _KARAOKE.search(ev.text):
+        return "karaoke"
+    effect = ev.effect.lower()
+    if any(effect.startswith(e) or e in effect.split(";")[0].split() for e in _NOT_SPEECH_EFFECTS):
+        return "karaoke" if "kara" in effect or "template" in effect or "fx" in effect else "effect"
+    if ev.style.casefold() not in dialogue_styles:
+        return "not a dialogue style"
+    return ""
+
+
+def _style_words(name: str) -> set[str]:
+    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name)  # 'SignTitle' -> 'Sign Title'
+    return {w for w in re.split(r"[^a-z]+", spaced.lower()) if w}
+
+
+def _classify_styles(events: list[_Event], chosen: frozenset[str] | None) -> tuple[set[str], list[StyleUse]]:
+    """Which styles are dialogue: the director's choice if made; else by the style's name
+    ('Default', 'Main', 'Italics' are; 'Sign', 'OP', 'Title1', 'Romaji' are not) and, for
+    other names, by use (mostly karaoke, or mostly placed with \\pos/\\move and no speaker
+    names: signs)."""
+    by_style: dict[str, list[_Event]] = {}
+    for ev in events:
+        by_style.setdefault(ev.style, []).append(ev)
+    dialogue: set[str] = set()
+    uses: list[StyleUse] = []
+    chosen_keys = {c.casefold() for c in chosen} if chosen is not None else None
+    for name, evs in by_style.items():
+        n = len(evs)
+        karaoke = sum(1 for e in evs if _KARAOKE.search(e.text) or "kara" in e.effect.lower())
+        placed = sum(1 for e in evs if _POSITIONED.search(e.text))
+        named = sum(1 for e in evs if e.actor)
+        words = _style_words(name)
+        if chosen_keys is not None:
+            is_dialogue, reason = name.casefold() in chosen_keys, "chosen"
+        elif karaoke * 2 > n:
+            is_dialogue, reason = False, f"karaoke ({karaoke} of {n} lines)"
+        elif words & _DIALOGUE_STYLE_WORDS:
+            is_dialogue, reason = True, "its name"
+        elif words & _NOT_SPEECH_STYLE_WORDS:
+            is_dialogue, reason = False, f"its name ('{sorted(words & _NOT_SPEECH_STYLE_WORDS)[0]}')"
+        elif placed * 2 > n and named * 2 < n:
+            is_dialogue, reason = False, f"placed on screen ({placed} of {n} lines): signs"
+        else:
+            is_dialogue, reason = True, "used like dialogue"
+        if is_dialogue:
+            dialogue.add(name.casefold())
+        uses.append(StyleUse(name=name, events=n, dialogue=is_dialogue, reason=reason))
+    return dialogue, uses
+
+
+def _ass_bad_line(text: str) -> int | None:
+    """The first event line pysubs2 cannot read: too few fields or a bad timestamp."""
+    stamp = re.compile(r"^\s*\d{1,2}:\d{1,2}:\d{1,2}(?:[.:]\d{1,3})?\s*$")
+    fields = 10
+    for n, raw in enumerate(text.split("\n"), start=1):
+        line = raw.strip()
+        if line.lower().startswith("format:") and "text" in line.lower():
+            fields = len(line.split(":", 1)[1].split(","))
+        if not line.startswith(("Dialogue:", "Comment:")):
+            continue
+        parts = line.split(":", 1)[1].split(",", fields - 1)
+        if len(parts) < fields or not (stamp.match(parts[1]) and stamp.match(parts[2])):
+            return n
+    return None
 
 
 def _drop_rolled(events: list[_Event]) -> None:
@@ -212,14 +346,20 @@ def _drop_rolled(events: list[_Event]) -> None:
         shown = plain or shown
 
 
-def parse_subtitles(path: Path, text: str, fmt: str) -> Script:
-    """Parse a subtitle file: fmt is 'srt', 'vtt', 'ass', 'ssa', 'sbv' or 'microdvd'."""
-    events = _load(path, text, fmt)
+def parse_subtitles(path: Path, text: str, fmt: str, styles: frozenset[str] | None = None) -> Script:
+    """Parse a subtitle file: fmt is 'srt', 'vtt', 'ass', 'ssa', 'sbv' or 'microdvd';
+    `styles`: the ASS/SSA styles to speak (None: classified)."""
+    loaded = _load(path, text, fmt, styles)
+    events = loaded.events
     _drop_rolled(events)
     builder = ScriptBuilder(path=path, format=fmt)
+    for kind, line, message, reason in loaded.notes:
+        builder.note(kind, line, message, reason)
+    builder.styles.extend(loaded.styles)
     sticky = any(">>" in ev.text for ev in events)
     state = _Speakers(sticky)
     trusted = trusted_labels([ev.text for ev in events])
+    pending: str | None = None
     for ev in events:
         if ev.end_s < ev.start_s:
             raise ScriptError(
@@ -227,10 +367,22 @@ def parse_subtitles(path: Path, text: str, fmt: str) -> Script:
                 f"cue ends ({format_srt_time(ev.end_s)}) before it starts ({format_srt_time(ev.start_s)})",
                 ev.line or None,
             )
-        reading = read_cue(ev.text, trusted)
+        line = ev.line + ev.text_offset
+        if ev.end_s == ev.start_s and clean_text(ev.text).strip():
+            builder.note("skipped", line, f"a cue of no length at {format_srt_time(ev.start_s)}: "
+                         f"{clean_text(ev.text).strip()[:50]!r}", "zero length")  # fmt: skip
+            continue
+        reading = read_cue(ev.text, trusted, pending)
+        pending = reading.pending
         for found in reading.descriptions:
-            builder.annotate(found, ev.line + ev.text_offset, ev.start_s, ev.end_s)
+            builder.annotate(found, line, ev.start_s, ev.end_s)
+        for guess in reading.guesses:
+            builder.note("guess", line, guess)
         _add_turns(builder, state, ev, reading.turns)
+    if not builder.cues and any(n.reason == "not a dialogue style" for n in builder.notes):
+        names = ", ".join(u.name for u in builder.styles)
+        raise ScriptError(path, f"no dialogue style found among {names}; choose the dialogue styles "
+                                "(--styles, or the import report in the window)")  # fmt: skip
     return builder.build()
 
 
