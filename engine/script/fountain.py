@@ -175,7 +175,7 @@ def _dialogue(builder: ScriptBuilder, para: Paragraph) -> None:
                 hints.append(" ".join(paren)[1:-1].strip())
                 paren = None
         elif part.startswith(("(", "（")) and part.endswith((")", "）")):
-            hints.append(part[1:-1].strip())  # '（小声で）' as well: full-width, as Japanese scripts write it
+            hints.append(part[1:-1].strip())  # full-width ones as well, as Japanese scripts write them
         elif part.startswith(("(", "（")) and ")" not in part and "）" not in part:
             paren = [part]
         elif part:

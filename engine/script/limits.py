@@ -110,8 +110,8 @@ def _split_long_lines(script: Script) -> Script:
         if len(pieces) == 1:
             cues.append(replace(cue, index=len(cues)))
             continue
-        notes.append(ImportNote(cue.line, "split", f"{cue.role}'s paragraph of {len(cue.text):,} characters "
-                                f"is {len(pieces)} lines (at most {MAX_LINE_CHARS:,} characters each)"))  # fmt: skip
+        what = f"{cue.role}'s paragraph of {len(cue.text):,} characters is {len(pieces)} lines"
+        notes.append(ImportNote(cue.line, "split", f"{what} (at most {MAX_LINE_CHARS:,} characters each)"))
         total, done = sum(len(p) for p in pieces), 0
         for k, piece in enumerate(pieces):
             start = end = None

@@ -36,7 +36,8 @@ class ImportOptions:
             raise CastError(f"{where}: expected a table with 'encoding' and/or 'styles'")
         unknown = sorted(set(data) - {"encoding", "styles"})
         if unknown:
-            raise CastError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; expected encoding, styles")
+            keys = ", ".join(map(repr, unknown))
+            raise CastError(f"{where}: unknown key(s) {keys}; expected encoding, styles")
         encoding = data.get("encoding")
         styles = data.get("styles")
         if encoding is not None and not isinstance(encoding, str):

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SOUND_WORDS = frozenset(
+
+def _set(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+SOUND_WORDS = _set(
     # English: sounds, their sources, how something is said
     "LAUGHS LAUGHING LAUGHTER SIGHS SIGHING GASPS GASPING SCREAMS SCREAMING CRIES CRYING SOBS "
     "SOBBING CHUCKLES CHUCKLING GIGGLES GIGGLING GROANS GROANING GRUNTS GRUNTING COUGHS COUGHING "
@@ -41,20 +46,20 @@ SOUND_WORDS = frozenset(
     "LACHT LACHEN SEUFZT SCHREIT SCHREIE SCHREIEN MUSIK TÜR KNALLT SCHUSS SCHÜSSE APPLAUS "
     "WEINT SCHLUCHZT HUSTET FLÜSTERT DONNER TELEFON KLINGELT KLINGELN SCHRITTE STILLE BELLT "
     "LÄRM GERÄUSCH GERÄUSCHE GLAS ZERBRICHT KLIRRT KEUCHT STÖHNT KNURRT HUPE MURMELN SINGT "
-    "PFEIFT".split()
+    "PFEIFT"
 )
 """Words that make a bracketed or labelled piece a sound description, never a speaker."""
 
-SIGN_WORDS = frozenset(
+SIGN_WORDS = _set(
     "WARNING CAUTION DANGER NOTICE ATTENTION EXIT SIGN CLOSED OPEN NOTE TEXT CAPTION SUBTITLE "
     "HEADLINE NEWS MESSAGE EMAIL SCREEN LETTER CHAPTER EPISODE TITLE BANNER PLACARD POSTER "
     "ADVERTENCIA PELIGRO AVISO ATENCIÓN SALIDA CERRADO ABIERTO CARTEL MENSAJE TÍTULO "
     "AVERTISSEMENT SORTIE FERMÉ OUVERT PANNEAU AFFICHE TITRE "
-    "ACHTUNG WARNUNG GEFAHR AUSGANG HINWEIS GESCHLOSSEN GEÖFFNET SCHILD NACHRICHT TITEL".split()
+    "ACHTUNG WARNUNG GEFAHR AUSGANG HINWEIS GESCHLOSSEN GEÖFFNET SCHILD NACHRICHT TITEL"
 )
 """'WARNING: do not enter.': words that, as a label, mark text on screen, not a speaker."""
 
-PERSON_WORDS = frozenset(
+PERSON_WORDS = _set(
     "man woman boy girl child kid baby guy lady men women boys girls children kids people "
     "announcer narrator reporter officer policeman policewoman cop doctor nurse guard soldier "
     "driver waiter waitress operator teacher priest pilot captain stranger voice voices crowd "
@@ -64,19 +69,19 @@ PERSON_WORDS = frozenset(
     "homme femme garçon fille enfant monsieur madame narrateur narratrice présentateur policier "
     "médecin infirmière garde soldat tous toutes voix foule "
     "mann frau junge mädchen kind herr erzähler erzählerin sprecher sprecherin polizist arzt "
-    "ärztin krankenschwester wache soldat alle beide stimme stimmen menge".split()
+    "ärztin krankenschwester wache soldat alle beide stimme stimmen menge"
 )
 """'[man]', '[mujer]': a lower-case person word in a label names a speaker."""
 
-QUALIFIERS = frozenset(
+QUALIFIERS = _set(
     "young old little older younger elder teen teenage adult small big other second first "
     "joven viejo vieja pequeño pequeña mayor otro otra "
     "jeune vieux vieille petit petite autre "
-    "junge jung alte alter kleine kleiner andere anderer".split()
+    "junge jung alte alter kleine kleiner andere anderer"
 )
 """'[young Alba]', '[old man]': words that qualify a speaker without changing who it is."""
 
-_TITLES = frozenset("MR MRS MS MISS DR SIR LADY LORD SR SRA SRTA DON DOÑA M MME MLLE HERR FRAU".split())
+_TITLES = _set("MR MRS MS MISS DR SIR LADY LORD SR SRA SRTA DON DOÑA M MME MLLE HERR FRAU")
 
 
 @dataclass(frozen=True)
@@ -115,12 +120,14 @@ def read_label(label: str) -> LabelReading:
     lowered = [w.lower() for w in raw]
     if lowered[0] in QUALIFIERS and len(raw) >= 2:
         rest = raw[1:]
-        if rest[0][:1].isupper() and rest[0].upper() not in SOUND_WORDS and rest[0].lower() not in PERSON_WORDS:
+        first = rest[0]
+        if first[:1].isupper() and first.upper() not in SOUND_WORDS and first.lower() not in PERSON_WORDS:
             name = " ".join(rest)
             return LabelReading("speaker", name, lowered[0], f"'{lowered[0]}' read as how {name} sounds")
         if rest[-1].lower() in PERSON_WORDS:
             return LabelReading("speaker", " ".join(raw), "", f"'{rest[-1].lower()}' is a person word")
-    if lowered[-1] in PERSON_WORDS and len(raw) <= 3 and all(w in QUALIFIERS or w in PERSON_WORDS for w in lowered):
+    people = all(w in QUALIFIERS or w in PERSON_WORDS for w in lowered)
+    if lowered[-1] in PERSON_WORDS and len(raw) <= 3 and people:
         return LabelReading("speaker", " ".join(raw), "", f"'{lowered[-1]}' is a person word")
     if len(words) >= 2 and words[0] not in _TITLES and _verb_form(words[-1]) and not label.istitle():
         return LabelReading("sound", why=f"'{words[-1].lower()}' reads as a verb")

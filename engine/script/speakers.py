@@ -120,13 +120,14 @@ def _label(line: str, trusted: set[str] | None, guesses: list[str]) -> _Label:
     if line.startswith("["):
         end = line.find("]")
         if 0 < end <= 60:
-            who = _bracket_speaker(line[1 : end].strip(), trusted, guesses)
+            who = _bracket_speaker(line[1:end].strip(), trusted, guesses)
             if who is not None:
                 return _Label(who.name, line[end + 1 :].strip(), marker, [who.hint] if who.hint else [])
     m = _LABEL.match(line[:100])  # a label is short: never scan a long line's whitespace
     if m and _colon_label_ok(m.group(1).strip(), trusted):
         label = m.group(1).strip()
-        if read_label(split_extension(label)[0]).kind == "sign" and normalise_role(label) not in (trusted or ()):
+        sign = read_label(split_extension(label)[0]).kind == "sign"
+        if sign and normalise_role(label) not in (trusted or ()):
             guesses.append(f"{line[:60]!r} read as text on screen ('{label.lower()}' is a sign word)")
             return _Label(None, line, marker, sign=True)
         return _Label(label, line[m.end() :], marker)
@@ -234,8 +235,8 @@ def _lines_to_turns(voice: str | None, text: str, reading: CueReading, trusted: 
             continue
         alone = _alone(line, trusted, reading.guesses)
         if alone is not None:
-            name, ext = split_extension(alone.name or "")
-            reading.pending, reading.pending_hints = name or None, [*alone.hints, *ext]
+            alone_name, ext = split_extension(alone.name or "")
+            reading.pending, reading.pending_hints = alone_name or None, [*alone.hints, *ext]
             continue
         dash = line[0] in "-–—"
         pieces = _DASH.split(line[1:].lstrip() if dash else line)
@@ -244,7 +245,7 @@ def _lines_to_turns(voice: str | None, text: str, reading: CueReading, trusted: 
             if label.sign:
                 found.append(piece.strip())
                 continue
-            name = label.name
+            name: str | None = label.name
             new = dash or k > 0 or label.marker
             hints: list[str] = list(label.hints)
             if name:

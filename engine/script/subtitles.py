@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -150,7 +149,8 @@ def _read_timed(path: Path, text: str, fmt: str) -> _Loaded:
             continue  # a cue identifier
         if fmt == "srt" and at_start and stripped.isdigit() and _ARROW.search(following):
             continue  # an identifier; the timing line after it is checked next
-        if at_start and (fmt != "sbv" and _ARROW.search(line) or fmt == "sbv" and _SBV_LIKE.search(line)):
+        attempt = _SBV_LIKE.search(line) if fmt == "sbv" else _ARROW.search(line)
+        if at_start and attempt:
             raise ScriptError(path, f"bad timing {stripped[:60]!r}; expected {_EXPECTED[fmt]}", n + 1)
         if fmt == "srt" and at_start and stripped.isdigit():
             raise ScriptError(
@@ -159,7 +159,8 @@ def _read_timed(path: Path, text: str, fmt: str) -> _Loaded:
                 n + 2,
             )
         if current is None:
-            out.notes.append(("skipped", n + 1, f"text before the first timing line: {stripped[:60]!r}", "no timing"))
+            what = f"text before the first timing line: {stripped[:60]!r}"
+            out.notes.append(("skipped", n + 1, what, "no timing"))
             at_start = False
             continue
         if after_blank:
