@@ -26,6 +26,16 @@ if TYPE_CHECKING:
 from assets import DEMO
 
 
+def _import_options(args: argparse.Namespace, saved=None):  # type: ignore[no-untyped-def]
+    """`--encoding`/`--styles` over what a project saved."""
+    from engine.script.options import ImportOptions, parse_styles
+
+    encoding = getattr(args, "encoding", None) or (saved.encoding if saved else None)
+    styles = getattr(args, "styles", None)
+    chosen = parse_styles(styles) if styles is not None else (saved.styles if saved else None)
+    return ImportOptions(encoding, chosen)
+
+
 def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from engine.cast import Cast
     from engine.project import read_project, use_voicing
@@ -34,12 +44,13 @@ def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     edits: dict[int, str] = {}
     keep = None
     script_path = args.script or DEMO
+    saved = None
     if args.project:
         project = read_project(args.project)
         use_voicing(project)
-        keep, edits = project.cast.voices, project.edits
+        keep, edits, saved = project.cast.voices, project.edits, project.import_options
         script_path = args.script or project.script
-    script = load_script(script_path)
+    script = load_script(script_path, _import_options(args, saved))
     natural = _natural_voices() if getattr(args, "voices", "auto") == "auto" else []
     return script, Cast.auto(script, keep, natural=natural), edits
 
@@ -250,7 +261,7 @@ def cmd_play(args: argparse.Namespace) -> int:
     )
     engine = Engine(settings)
     try:
-        script = engine.load(args.script or DEMO)
+        script = engine.load(args.script or DEMO, options=_import_options(args))
         if args.project:
             script = engine.open_project(args.project)
         engine.open_output()
@@ -314,6 +325,17 @@ def cmd_voices(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    import json
+
+    from engine.script import load_script
+    from engine.script.report import report_dict, report_text
+
+    script = load_script(args.script, _import_options(args))
+    print(json.dumps(report_dict(script), indent=1, ensure_ascii=False) if args.json else report_text(script))
+    return 0
+
+
 def cmd_cast(args: argparse.Namespace) -> int:
     import json
 
@@ -324,6 +346,16 @@ def cmd_cast(args: argparse.Namespace) -> int:
     rows = cast_report(script, cast, natural)
     print(json.dumps(rows, indent=1, ensure_ascii=False) if args.json else format_report(rows))
     return 0
+
+
+def _encoding(value: str) -> str:
+    from engine.core.errors import CastError
+    from engine.script.options import check_encoding
+
+    try:
+        return check_encoding(value)
+    except CastError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _voice_name(value: str) -> str:
@@ -531,6 +563,15 @@ def build_parser() -> argparse.ArgumentParser:
                         help="roles the project does not cast: auto: every role a natural voice "
                         "(Kokoro's voice library, Piper) of its guessed gender; espeak: every role "
                         "espeak-ng (a fast draft)")  # fmt: skip
+        import_args(sp)
+
+    def import_args(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--encoding", type=_encoding,
+                        help="the file's encoding (e.g. cp1252, latin-1, shift_jis); default: a BOM, "
+                        "UTF-8, else a guess the import report shows")  # fmt: skip
+        sp.add_argument("--styles", metavar="NAMES",
+                        help="ASS/SSA: the comma-separated styles spoken as dialogue (default: "
+                        "classified by name and use; `import --report` lists them)")  # fmt: skip
 
     r = sub.add_parser("render", help="render a script offline (WAV, FLAC, MP3, Opus, M4B)")
     script_args(r)
@@ -569,6 +610,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--max-overrun", type=_ranged(float, 0, 5, "seconds"), default=0.5,
                    help="how far a fitted line may run past its slot, 0..5 s (default 0.5)")  # fmt: skip
     r.set_defaults(func=cmd_render)
+
+    im = sub.add_parser("import", help="read a script and report what would be voiced (lines, roles, "
+                        "skipped events, guesses, warnings) without voicing it")  # fmt: skip
+    im.add_argument("script", type=Path, help="script file")
+    im.add_argument("--report", action="store_true", help="print the import report (the default)")
+    im.add_argument("--json", action="store_true", help="the report as JSON")
+    import_args(im)
+    im.set_defaults(func=cmd_import)
 
     ca = sub.add_parser("cast", help="show how a script is cast (voices, genders and why) without voicing it")
     script_args(ca)

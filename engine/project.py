@@ -18,6 +18,7 @@ from engine.core.errors import CastError
 from engine.core.types import Voice
 from engine.script import SUFFIXES
 from engine.script.limits import MAX_LINE_CHARS
+from engine.script.options import ImportOptions
 from engine.synthesis import delivery, lexicon
 from engine.synthesis.delivery import Delivery
 from engine.synthesis.espeak import espeak_variants, espeak_voices
@@ -25,7 +26,7 @@ from engine.synthesis.lexicon import Lexicon
 
 MAX_PROJECT_BYTES = 4 * 1024 * 1024
 """A project holds a cast and edits: even a 1,000-role cast with every line edited is smaller."""
-KEYS = ("troupe_project", "script", "cast", "edits", "lexicon", "delivery")
+KEYS = ("troupe_project", "script", "cast", "edits", "lexicon", "delivery", "import")
 _SCRIPT_SUFFIXES = {*SUFFIXES, ".text", ".md"}
 _BOOL_FIELDS = {"mute", "solo"}
 _TEXT_FIELDS = {"backend", "voice_id"}
@@ -43,6 +44,8 @@ class Project:
     """The project's own delivery hints (`[delivery]`), over the default table."""
     extras: dict[str, Any] = field(default_factory=dict)
     """The `lexicon` and `delivery` tables as read, written back when the project is saved."""
+    import_options: ImportOptions = field(default_factory=ImportOptions)
+    """How the script is read (`[import]`: encoding, dialogue styles), as the director chose."""
 
 
 def use_voicing(project: Project | None) -> None:
@@ -78,6 +81,7 @@ def read_project(path: str | Path) -> Project:
         Lexicon.from_mapping(extras["lexicon"], f"{path}: 'lexicon'") if "lexicon" in extras else Lexicon(),
         delivery.parse_table(extras["delivery"], f"{path}: 'delivery'") if "delivery" in extras else {},
         extras,
+        ImportOptions.from_dict(data["import"], f"{path}: 'import'") if "import" in data else ImportOptions(),
     )  # fmt: skip
 
 

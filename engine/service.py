@@ -47,6 +47,7 @@ from engine.scheduler.backend import neural_voice_ids, standard_backends
 from engine.script import SUFFIXES, load_script
 from engine.script.common import normalise_role
 from engine.script.limits import MAX_LINE_CHARS
+from engine.script.options import ImportOptions, chosen_options
 from engine.show import Show
 from engine.show_adlibs import PREVIEW_ROLE
 from engine.show_listen import live_listener
@@ -302,14 +303,17 @@ class Engine:
         return [f"{d['index']}: {d['name']} ({d['hostapi']})" for d in list_output_devices()]
 
     # --- any thread: commands --------------------------------------------------------
-    def load(self, path: str | Path, keep_cast: bool = True) -> Script:
+    def load(self, path: str | Path, keep_cast: bool = True, options: ImportOptions | None = None) -> Script:
         """Import a script and make it the show; on a bad file the current show stays."""
-        return wait(self.begin_load(path, keep_cast))
+        return wait(self.begin_load(path, keep_cast, options))
 
-    def begin_load(self, path: str | Path, keep_cast: bool = True) -> Future[Script]:
+    def begin_load(
+        self, path: str | Path, keep_cast: bool = True, options: ImportOptions | None = None
+    ) -> Future[Script]:
         """`load` without waiting: the file is read here (a bad one raises `ScriptError` at
-        once, before anything changes); the future resolves once it is the show."""
-        script = load_script(path)
+        once, before anything changes); the future resolves once it is the show. `options`:
+        the encoding and dialogue styles chosen in the import report."""
+        script = load_script(path, options)
 
         def swap() -> Script:
             # Only a reload of the same file keeps the cast: another script never inherits it.
@@ -565,7 +569,11 @@ class Engine:
         def save() -> None:
             if self.script is None:
                 raise TroupeError("nothing to save: no script is loaded")
-            save_project(path, self.script.path, self.cast, self.edits, self.project_extras)
+            chosen = chosen_options(self.script.facts).to_dict()
+            extras = {k: v for k, v in self.project_extras.items() if k != "import"}
+            if chosen:
+                extras["import"] = chosen
+            save_project(path, self.script.path, self.cast, self.edits, extras)
             if as_current:
                 self.project_path = Path(path)
 
@@ -577,7 +585,7 @@ class Engine:
     def begin_open_project(self, path: str | Path) -> Future[Script]:
         """`open_project` without waiting (files read here; errors raised at once)."""
         project = read_project(path)
-        script = load_script(project.script)
+        script = load_script(project.script, project.import_options)
 
         def swap() -> Script:
             self._install(

@@ -44,10 +44,18 @@ def import_unchecked(path: Path, options: ImportOptions | None = None) -> Script
     options = options or ImportOptions()
     decoded = _read(path, options)
     script = _parse(path, decoded.text, options)
-    first = next((ln.strip() for ln in decoded.text.split("\n", 50) if ln.strip()), "")
+    first = _telling_line(decoded.text)
     facts = replace(script.facts, encoding=decoded.encoding, confidence=decoded.confidence,
                     how=decoded.how, first_line=first[:120])  # fmt: skip
     return replace(script, facts=facts)
+
+
+def _telling_line(text: str) -> str:
+    """The first line that shows whether the decoding is right: one with a non-ASCII letter
+    (among the first 500 lines), else the first with words."""
+    lines = text.split("\n", 500)[:500]
+    worded = [ln.strip() for ln in lines if any(ch.isalpha() for ch in ln) and "-->" not in ln]
+    return next((ln for ln in worded if not ln.isascii()), worded[0] if worded else "")
 
 
 def _read(path: Path, options: ImportOptions) -> Decoded:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.core.errors import CastError
+from engine.core.types import ImportFacts
 
 
 @dataclass(frozen=True)
@@ -61,3 +62,12 @@ def check_encoding(name: str) -> str:
 def parse_styles(text: str) -> frozenset[str]:
     """'Default, Main,Italics' -> the style names (the CLI's `--styles`)."""
     return frozenset(s.strip() for s in text.split(",") if s.strip())
+
+
+def chosen_options(facts: ImportFacts) -> ImportOptions:
+    """The choices a script was read with (what a project keeps): the encoding if the
+    director chose it, the dialogue styles if they were chosen."""
+    styles = None
+    if any(u.reason == "chosen" for u in facts.styles):
+        styles = frozenset(u.name for u in facts.styles if u.dialogue)
+    return ImportOptions(facts.encoding if facts.how == "chosen" else None, styles)
