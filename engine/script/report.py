@@ -40,10 +40,13 @@ def report_dict(script: Script) -> dict[str, Any]:
         "words": sum(words.values()),
         "annotations": len(script.annotations),
         "skipped": dict(sorted(skipped.items())),
-        "styles": [{"name": u.name, "events": u.events, "dialogue": u.dialogue, "reason": u.reason}
-                   for u in facts.styles],  # fmt: skip
-        "notes": [{"line": n.line, "kind": n.kind, "message": n.message, "reason": n.reason}
-                  for n in facts.notes],  # fmt: skip
+        "styles": [
+            {"name": u.name, "events": u.events, "dialogue": u.dialogue, "reason": u.reason}
+            for u in facts.styles
+        ],
+        "notes": [
+            {"line": n.line, "kind": n.kind, "message": n.message, "reason": n.reason} for n in facts.notes
+        ],
     }
 
 
