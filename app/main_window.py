@@ -30,6 +30,7 @@ from app.cast_panel import CastPanel
 from app.cue_list import CueList
 from app.editing import DeleteAdlib, EditLine, KeepAdlib, Recast, voice_fields
 from app.flows import PROJECT_FILTER, RenderFlow, SaveFlow, VoiceFlow
+from app.import_dialog import ImportDialog, review_import
 from app.jobs import RenderJob
 from app.menus import build_menus
 from app.monitor import LatencyMonitor
@@ -41,7 +42,7 @@ from app.show_view import ShowView
 from app.voice_browser import VoiceBrowser
 from engine.core.errors import TroupeError
 from engine.core.types import Script
-from engine.service import SCRIPT_SUFFIXES, Engine, EngineSnapshot
+from engine.service import SCRIPT_SUFFIXES, Engine, EngineSnapshot, ImportOptions
 
 PROJECT_SUFFIXES = {".json", ".toml", ".troupe"}
 SCRIPT_FILTER = f"Scripts ({' '.join('*' + s for s in sorted(SCRIPT_SUFFIXES))});;All files (*)"
@@ -94,6 +95,8 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.busy)
         self.statusBar().addPermanentWidget(self.status)
         self.pending = Pending(self.busy, self)
+        self.import_dialog: ImportDialog | None = None
+        """The import report open for a script with something to check (None: none open)."""
         self._build_layout()
         self.undo = QUndoStack(self)
         self._saving_then = False
@@ -167,18 +170,25 @@ class MainWindow(QMainWindow):
         if not self.confirm_unsaved(lambda: self.open_script(path)):
             return False
         serial = self.banner.serial
-        try:
-            future = self.engine.begin_load(path)
-        except TroupeError as exc:
-            self.banner.show_message(str(exc))
-            return False
 
         def opened(script: Script) -> None:
             self.session.add_recent(Path(path))
             self._opened(serial)
             self.statusBar().showMessage(f"opened {script.title}: {len(script.cues)} lines", 5000)
 
-        self.pending.watch(future, f"opening {Path(path).name}", self.banner.show_message, opened)
+        def load(options: ImportOptions) -> None:
+            try:
+                future = self.engine.begin_load(path, options=options)
+            except TroupeError as exc:
+                self.banner.show_message(str(exc))
+                return
+            self.pending.watch(future, f"opening {Path(path).name}", self.banner.show_message, opened)
+
+        try:  # the import report first where the file has something to check
+            self.import_dialog = review_import(self, Path(path), load)
+        except TroupeError as exc:
+            self.banner.show_message(str(exc))
+            return False
         return True
 
     def open_project(self, path: str | Path) -> bool:

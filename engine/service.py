@@ -48,6 +48,7 @@ from engine.script import SUFFIXES, load_script
 from engine.script.common import normalise_role
 from engine.script.limits import MAX_LINE_CHARS
 from engine.script.options import ImportOptions, chosen_options
+from engine.script.report import report_text
 from engine.show import Show
 from engine.show_adlibs import PREVIEW_ROLE
 from engine.show_listen import live_listener
@@ -61,6 +62,13 @@ log = logging.getLogger("troupe.engine")
 SCRIPT_SUFFIXES = frozenset(SUFFIXES)
 """Every script format the importers read (what the window's Open and drop accept)."""
 
+
+def preview_import(path: str | Path, options: ImportOptions | None = None) -> Script:
+    """Read a script for its import report without making it the show (the window's
+    import dialog; `Engine.begin_load` with the chosen options then makes it the show)."""
+    return load_script(path, options)
+
+
 T = TypeVar("T")
 __all__ = [
     "BUCKETS_PER_S",
@@ -70,9 +78,12 @@ __all__ = [
     "EngineSettings",
     "EngineSnapshot",
     "Figures",
+    "ImportOptions",
     "Level",
     "VoiceInfo",
     "available_formats",
+    "preview_import",
+    "report_text",
     "wait",
 ]
 
