@@ -123,6 +123,12 @@ def _label(line: str, trusted: set[str] | None, guesses: list[str]) -> _Label:
             who = _bracket_speaker(line[1:end].strip(), trusted, guesses)
             if who is not None:
                 return _Label(who.name, line[end + 1 :].strip(), marker, [who.hint] if who.hint else [])
+    if line.startswith("("):
+        end = line.find(")")
+        body, rest = line[1:end].strip(), line[end + 1 :].strip()
+        if 0 < end <= 40 and rest and _paren_speaker(body):
+            guesses.append(f"'({body})' read as speaker {normalise_role(body)} (a name in parentheses)")
+            return _Label(body, rest, marker)
     m = _LABEL.match(line[:100])  # a label is short: never scan a long line's whitespace
     if m and _colon_label_ok(m.group(1).strip(), trusted):
         label = m.group(1).strip()
@@ -132,6 +138,18 @@ def _label(line: str, trusted: set[str] | None, guesses: list[str]) -> _Label:
             return _Label(None, line, marker, sign=True)
         return _Label(label, line[m.end() :], marker)
     return _Label(None, line, marker)
+
+
+def _paren_speaker(body: str) -> bool:
+    """'(Alice) Hello!': an off-screen speaker as SDH writes one; a description such as
+    '(whispering)', '(SIGHS)' or '(Angrily)' is not."""
+    words = body.split()
+    if not 0 < len(words) <= 2 or not all(w.istitle() for w in words):
+        return False
+    if any(w.lower().endswith("ly") and len(w) > 6 for w in words):
+        return False  # an adverb: how the line is said
+    reading = read_label(body)
+    return _is_name(body) and reading.kind == "speaker" and not reading.why
 
 
 def _bracket_speaker(body: str, trusted: set[str] | None, guesses: list[str]) -> LabelReading | None:
