@@ -32,15 +32,25 @@ INLINE_SEEDS = {
     ".tsv": b"role\ttext\nHero\tHello there.\nvillain\tGoodbye.\n",
 }
 SEED_FILES = {
-    ".fountain": [SAMPLES / "brick_and_steel.fountain", SAMPLES / "lighthouse.fountain",
-                  DATA / "fountain" / "long_speech.fountain"],
+    ".fountain": [
+        SAMPLES / "brick_and_steel.fountain",
+        SAMPLES / "lighthouse.fountain",
+        DATA / "fountain" / "long_speech.fountain",
+    ],
     ".txt": [SAMPLES / "radio_play.txt"],
-    ".srt": [SAMPLES / "dub_episode.srt", DATA / "subtitles" / "pysrt_windows-1252.srt",
-             DATA / "subtitles" / "subby_sdh_example_1.srt", DATA / "subtitles" / "sdh_es.srt"],
+    ".srt": [
+        SAMPLES / "dub_episode.srt",
+        DATA / "subtitles" / "pysrt_windows-1252.srt",
+        DATA / "subtitles" / "subby_sdh_example_1.srt",
+        DATA / "subtitles" / "sdh_es.srt",
+    ],
     ".sbv": [DATA / "subtitles" / "subsrt_sample.sbv"],
     ".csv": [SAMPLES / "lines.csv"],
     ".fdx": [DATA / "fdx" / "rsdoiel_sample-01.fdx"],
-    ".ass": [DATA / "subtitles" / "pysubs2_ttml_example.ass", DATA / "subtitles" / "pyonfx_dangos_ed_karaoke.ass"],
+    ".ass": [
+        DATA / "subtitles" / "pysubs2_ttml_example.ass",
+        DATA / "subtitles" / "pyonfx_dangos_ed_karaoke.ass",
+    ],
     ".ssa": [DATA / "subtitles" / "pysubs2_ttml_example.ass"],
 }
 SUFFIXES = [*SEED_FILES, *INLINE_SEEDS, ""]
