@@ -366,7 +366,7 @@ def test_a_project_keeps_the_import_choices(tmp_path: Path) -> None:
 )
 def test_any_choice_imports_or_says_why(
     encoding: str | None, styles: frozenset[str] | None, name: str
-) -> None:  # noqa: E501
+) -> None:
     try:
         assert isinstance(load_script(SUBS / name, ImportOptions(encoding, styles)), Script)
     except ScriptError as err:
