@@ -23,8 +23,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.core.errors import TroupeError
-from engine.core.types import Script
+from engine.core.errors import NoDialogueStyle, TroupeError
+from engine.core.types import Script, StyleUse
 from engine.service import ImportOptions, preview_import, report_text
 
 AUTOMATIC = "automatic"
@@ -42,12 +42,16 @@ class ImportDialog(QDialog):
     """Window-modal, not blocking: `on_accept(options)` runs when the director says go."""
 
     def __init__(
-        self, parent: QWidget, path: Path, script: Script, on_accept: Callable[[ImportOptions], None]
+        self,
+        parent: QWidget,
+        path: Path,
+        script: Script | NoDialogueStyle,
+        on_accept: Callable[[ImportOptions], None],
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle(f"Import report: {path.name}")
         self.setWindowModality(Qt.WindowModality.WindowModal)
-        self.path, self.script, self._on_accept = path, script, on_accept
+        self.path, self._on_accept = path, on_accept
         self.text = QPlainTextEdit(readOnly=True)
         self.text.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.encoding = QComboBox(editable=True)
@@ -74,23 +78,35 @@ class ImportDialog(QDialog):
         layout.addWidget(self.error)
         layout.addWidget(self.buttons)
         self.resize(760, 520)
-        self._show(script)
+        if isinstance(script, NoDialogueStyle):
+            self._no_style(script)
+        else:
+            self._show(script)
 
     def _show(self, script: Script) -> None:
-        self.script = script
         self.text.setPlainText(report_text(script))
         facts = script.facts
         self.encoding.setCurrentText(facts.encoding if facts.how in ("guessed", "chosen") else AUTOMATIC)
+        self._list_styles(facts.styles)
+        self.error.clear()
+        self.go.setEnabled(True)
+
+    def _no_style(self, exc: NoDialogueStyle) -> None:
+        """Every style read as not dialogue (songs, signs): choose, then read again."""
+        self.text.setPlainText(f"{exc}\n\nTick the styles that are dialogue and read the file again.")
+        self._list_styles(tuple(s for s in exc.styles if isinstance(s, StyleUse)))
+        self.error.setText("no style is dialogue: choose the dialogue styles")
+        self.go.setEnabled(False)
+
+    def _list_styles(self, styles: tuple[StyleUse, ...]) -> None:
         self.styles.clear()
-        for use in facts.styles:
+        for use in styles:
             item = QListWidgetItem(f"{use.name}  ({use.events} events; {use.reason})")
             item.setData(Qt.ItemDataRole.UserRole, use.name)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
             item.setCheckState(Qt.CheckState.Checked if use.dialogue else Qt.CheckState.Unchecked)
             self.styles.addItem(item)
-        self.styles.setEnabled(bool(facts.styles))
-        self.error.clear()
-        self.go.setEnabled(True)
+        self.styles.setEnabled(bool(styles))
 
     def options(self) -> ImportOptions:
         """The choices as shown: the encoding unless automatic; the styles if any are listed."""
@@ -113,6 +129,9 @@ class ImportDialog(QDialog):
         try:
             self._show(preview_import(self.path, self.options()))
             return True
+        except NoDialogueStyle as exc:
+            self._no_style(exc)
+            return False
         except TroupeError as exc:
             self.error.setText(str(exc))
             self.go.setEnabled(False)
@@ -132,10 +151,14 @@ def review_import(
 ) -> ImportDialog | None:
     """Read `path`; a clean file goes straight on (`on_accept` at once, None returned); one
     with something to check opens the report (returned). Raises `TroupeError` on a bad file."""
-    script = preview_import(path)
-    if not needs_review(script):
+    read: Script | NoDialogueStyle
+    try:
+        read = preview_import(path)
+    except NoDialogueStyle as exc:
+        read = exc
+    if isinstance(read, Script) and not needs_review(read):
         on_accept(ImportOptions())
         return None
-    dialog = ImportDialog(parent, path, script, on_accept)
+    dialog = ImportDialog(parent, path, read, on_accept)
     dialog.open()
     return dialog

@@ -20,6 +20,15 @@ class ScriptError(TroupeError):
         super().__init__(f"{where}: {message}")
 
 
+class NoDialogueStyle(ScriptError):
+    """An ASS/SSA file none of whose styles reads as dialogue: `styles` lists them (names,
+    events, why) so the director can choose (the import report, `--styles`)."""
+
+    def __init__(self, path: str | Path, message: str, styles: tuple[object, ...]) -> None:
+        super().__init__(path, message)
+        self.styles = styles
+
+
 class CastError(TroupeError):
     """A cast (project file or setting) is invalid."""
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import pysubs2
 from pysubs2.formats.microdvd import MICRODVD_LINE
 
-from engine.core.errors import ScriptError
+from engine.core.errors import NoDialogueStyle, ScriptError
 from engine.core.types import Script, StyleUse
 from engine.script.common import ScriptBuilder, normalise_role
 from engine.script.speakers import Turn, clean_text, read_cue, trusted_labels
@@ -382,8 +382,9 @@ def parse_subtitles(path: Path, text: str, fmt: str, styles: frozenset[str] | No
         _add_turns(builder, state, ev, reading.turns)
     if not builder.cues and any(n.reason == "not a dialogue style" for n in builder.notes):
         names = ", ".join(u.name for u in builder.styles)
-        raise ScriptError(path, f"no dialogue style found among {names}; choose the dialogue styles "
-                                "(--styles, or the import report in the window)")  # fmt: skip
+        what = f"no dialogue style found among {names}; choose the dialogue styles"
+        where = "(--styles, or the import report in the window)"
+        raise NoDialogueStyle(path, f"{what} {where}", tuple(builder.styles))
     return builder.build()
 
 
