@@ -1,9 +1,12 @@
-"""Script import time per MB for every format, on realistic files and on the
-pathological inputs that used to make the importers backtrack, at 1 MB and 4 MB.
+"""Script import time and peak memory for every format at 1, 5 and 20 MB, and time on
+the pathological inputs that used to make the importers backtrack, at 1 MB and 4 MB.
 
-Linear parsing shows as a 4 MB / 1 MB time ratio near 4 (a quadratic parser gives ~16).
-Three repeats each; the median is reported with the spread (max - min) at 1 MB. Inputs
-read in under 50 ms are too quick for the ratio to mean anything on a shared machine.
+Each realistic import runs in a fresh process (`load_script`, the path every way in takes:
+a file past the playable limits is read and then refused, and that is what is timed), which
+reports its own time and its peak resident memory above what it held before the import.
+Linear import shows as a 20 MB / 1 MB ratio near 20 for time and memory (a quadratic one
+gives ~400). Three repeats each; medians, with the spread (max - min) at 1 MB. Inputs read
+in under 50 ms are too quick for a ratio to mean anything on a shared machine.
 
     python benchmarks/bench_import.py
 """
@@ -11,7 +14,9 @@ read in under 50 ms are too quick for the ratio to mean anything on a shared mac
 from __future__ import annotations
 
 import contextlib
+import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -28,7 +33,27 @@ TARGET_S_PER_MB = 2.0
 """A 1 MB script (ten feature screenplays) imports in under 2 s: the window stays usable."""
 TARGET_RATIO = 8.0
 """4 MB / 1 MB time: 4 is linear, 16 quadratic; 8 is the (geometric) line between them."""
+TARGET_RATIO_20 = 40.0
+"""20 MB / 1 MB, time and memory: 20 is linear, 400 quadratic; 40 allows a file past the
+limits being refused after the read (its check costs a little more per line)."""
+SIZES = (MB, 5 * MB, 20 * MB)
 REPEATS = 3
+_CHILD = """
+import json, resource, sys, time
+sys.path.insert(0, sys.argv[2])
+from engine.core.errors import ScriptError
+from engine.script import load_script
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t0 = time.perf_counter()
+outcome = "read"
+try:
+    load_script(sys.argv[1])
+except ScriptError as exc:
+    outcome = "refused: " + exc.reason[:60]
+took = time.perf_counter() - t0
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"s": took, "peak_mib": (peak - before) / 1024, "outcome": outcome}))
+"""
 sys.path.insert(0, str(ROOT / "tests" / "engine" / "script"))
 
 
@@ -110,6 +135,44 @@ def _time(path: Path) -> float:
     return time.perf_counter() - t0
 
 
+def _child(path: Path) -> dict[str, object]:
+    out = subprocess.run([sys.executable, "-c", _CHILD, str(path), str(ROOT)], capture_output=True,
+                         text=True, check=True, timeout=600)  # fmt: skip
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def measure_sizes(name: str, make: Callable[[int], str], tmp: Path) -> dict[str, object]:
+    """Time and peak memory at 1, 5 and 20 MB, each import in a fresh process."""
+    row: dict[str, object] = {"input": name}
+    times: dict[int, list[float]] = {}
+    peaks: dict[int, list[float]] = {}
+    for size in SIZES:
+        f = tmp / Path(name).name
+        f.write_text(make(size), encoding="utf-8")
+        runs = [_child(f) for _ in range(REPEATS)]
+        times[size] = [float(str(r["s"])) for r in runs]
+        peaks[size] = [float(str(r["peak_mib"])) for r in runs]
+        mb = size // MB
+        row[f"s_{mb}mb"] = statistics.median(times[size])
+        row[f"peak_mib_{mb}mb"] = statistics.median(peaks[size])
+        row[f"outcome_{mb}mb"] = runs[0]["outcome"]
+        f.unlink()
+    one_s, big_s = statistics.median(times[MB]), statistics.median(times[20 * MB])
+    one_m, big_m = statistics.median(peaks[MB]), statistics.median(peaks[20 * MB])
+    row.update({
+        "spread_s_1mb": max(times[MB]) - min(times[MB]),
+        "time_ratio_20_to_1": big_s / max(one_s, 1e-6),
+        "memory_ratio_20_to_1": big_m / max(one_m, 1.0),
+        "target_ratio": TARGET_RATIO_20, "target_s_per_mb": TARGET_S_PER_MB,
+    })  # fmt: skip
+    row["ok"] = (
+        one_s < TARGET_S_PER_MB
+        and (float(str(row["time_ratio_20_to_1"])) < TARGET_RATIO_20 or one_s < 0.05)
+        and float(str(row["memory_ratio_20_to_1"])) < TARGET_RATIO_20
+    )
+    return row
+
+
 def measure(name: str, make: Callable[[int], str], tmp: Path) -> dict[str, object]:
     runs: dict[int, list[float]] = {}
     for size in (MB, 4 * MB):
@@ -126,14 +189,23 @@ def measure(name: str, make: Callable[[int], str], tmp: Path) -> dict[str, objec
 
 
 def main() -> None:
-    rows = []
+    sized, rows = [], []
     with tempfile.TemporaryDirectory() as d:
-        for name, make in {**REALISTIC, **_pathological()}.items():
+        for name, make in REALISTIC.items():
+            sized.append(measure_sizes(name, make, Path(d)))
+            one, big = sized[-1]["s_1mb"], sized[-1]["s_20mb"]
+            print(name, f"{one:.3f} s at 1 MB, {big:.2f} s at 20 MB", flush=True)
+        for name, make in _pathological().items():
             rows.append(measure(name, make, Path(d)))
             print(rows[-1]["input"], f"{rows[-1]['s_per_mb']:.3f} s/MB", flush=True)
+    sized_cols = ["input", "s_1mb", "s_5mb", "s_20mb", "target_s_per_mb", "time_ratio_20_to_1",
+                  "peak_mib_1mb", "peak_mib_20mb", "memory_ratio_20_to_1", "target_ratio", "ok"]  # fmt: skip
+    print(table(sized, sized_cols))
+    print(table(sized, ["input", "outcome_1mb", "outcome_20mb"]))
     cols = ["input", "s_per_mb", "target_s_per_mb", "spread_s", "ratio_4mb_to_1mb", "target_ratio", "ok"]
     print(table(rows, cols))
-    path = save("bench_import", {"repeats": REPEATS, "rows": rows})
+    path = save("bench_import", {"repeats": REPEATS, "sizes_mb": [s // MB for s in SIZES], "sized": sized,
+                                 "rows": rows})  # fmt: skip
     print(f"wrote {path}")
 
 
