@@ -65,7 +65,8 @@ def read_text(path: Path, encoding: str | None = None) -> Decoded:
         if size > MAX_SCRIPT_BYTES:
             raise ScriptError(
                 path,
-                f"file is {size / 1e6:.1f} MB; a script must be under {MAX_SCRIPT_BYTES // 2**20} MB",
+                f"file is {size / 1e6:.1f} MB; a script must be under {MAX_SCRIPT_BYTES // 2**20} MB "
+                "(split it into episodes or acts)",
             )
         raw = path.read_bytes()
     except OSError as exc:

@@ -57,7 +57,9 @@ def check_script(path: Path, script: Script) -> Script:
         raise ScriptError(path, f"{len(script.cues):,} lines; a script may have at most {MAX_LINES:,} "
                                 "(split it into episodes or acts)")  # fmt: skip
     if len(script.roles) > MAX_ROLES:
-        raise ScriptError(path, f"{len(script.roles):,} roles; a script may have at most {MAX_ROLES:,}")
+        what = "split it into episodes, or give walk-on parts one shared name"
+        n = len(script.roles)
+        raise ScriptError(path, f"{n:,} roles; a script may have at most {MAX_ROLES:,} ({what})")
     return script
 
 
