@@ -13,6 +13,7 @@ import numpy as np
 
 from engine.core.types import Cue
 from engine.synthesis.base import Mono
+from engine.synthesis.effects import time_stretch
 
 SILENCE = 10 ** (-50 / 20)
 """Below -50 dBFS at the end of a clip is trailing silence, free to drop (no word is cut)."""
@@ -82,17 +83,6 @@ def trim_tail(audio: Mono, sample_rate_hz: int) -> Mono:
         return audio[:0]
     end = min(len(audio), int(loud[-1]) + 1 + int(KEEP_TAIL_S * sample_rate_hz))
     return audio[:end]
-
-
-def time_stretch(audio: Mono, sample_rate_hz: int, factor: float) -> Mono:
-    """`audio` played `factor` times faster, same pitch and timbre (Rubber Band)."""
-    if abs(factor - 1.0) < 1e-3 or audio.size < 256:
-        return audio
-    from pedalboard import time_stretch as rubberband
-
-    out = rubberband(audio.reshape(1, -1).astype(np.float32), float(sample_rate_hz), float(factor),
-                     preserve_formants=True)  # fmt: skip
-    return np.ascontiguousarray(np.asarray(out, np.float32).reshape(-1))
 
 
 Revoice = Callable[[float], Mono]

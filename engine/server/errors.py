@@ -58,6 +58,10 @@ class BadField(TroupeError):
         self.param = param
 
 
+class UnknownModel(TroupeError):
+    """A `model` this server does not have: 404 `model_not_found` on `model`, as OpenAI."""
+
+
 class BodyTooLarge(HTTPException):
     """A request body (chunked or not) grew past the limit. An `HTTPException`, so that
     FastAPI's body reader passes it on instead of calling it a parse error."""
@@ -77,9 +81,14 @@ def _validation(exc: RequestValidationError) -> JSONResponse:
     never echoed: it may be NaN, a lone surrogate or megabytes long."""
     problems = []
     param = None
+    if any(e.get("type") == "json_invalid" for e in exc.errors()):  # as OpenAI: no param
+        return error(400, "could not parse the JSON body of the request (expected a JSON object)")
     for e in exc.errors():
         loc = [str(p) for p in e.get("loc", ()) if p not in ("body", "query", "path")]
-        where = ".".join(loc) or "body"
+        if e.get("type") == "missing" and len(loc) == 1:
+            return error(400, f"you must provide a {loc[0]} parameter", param=loc[0],
+                         code="missing_required_parameter")  # fmt: skip
+        where = ".".join(loc[:1] if loc and loc[0] == "voice" else loc) or "body"
         param = param or where
         problems.append(f"{where}: {e.get('msg', 'invalid')}")
     message = "; ".join(problems[:5]) or "invalid request"
@@ -111,7 +120,13 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(TooManyRoles)
     async def too_many_roles(_r: Request, exc: TooManyRoles) -> JSONResponse:
-        return error(429, str(exc), code="too_many_roles")
+        response = error(429, str(exc), code="too_many_roles")
+        response.headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after_s)))
+        return response
+
+    @app.exception_handler(UnknownModel)
+    async def unknown_model(_r: Request, exc: UnknownModel) -> JSONResponse:
+        return error(404, _printable(str(exc)), "model", "model_not_found")
 
     @app.exception_handler(Exception)
     async def bug(_r: Request, exc: Exception) -> JSONResponse:
@@ -121,9 +136,8 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(CastError)
     async def cast_error(_r: Request, exc: CastError) -> JSONResponse:
         unknown = "unknown role" in str(exc)
-        return error(
-            404 if unknown else 400, _printable(str(exc)), "voice", "role_not_found" if unknown else None
-        )
+        code = "role_not_found" if unknown else "invalid_value" if "unknown voice" in str(exc) else None
+        return error(404 if unknown else 400, _printable(str(exc)), "voice", code)
 
     @app.exception_handler(ScriptError)
     async def script_error(_r: Request, exc: ScriptError) -> JSONResponse:

@@ -70,7 +70,27 @@ def create_app(service: SpeechService, token: str | None = None, limits: ServerL
     _tts(app, service)
     _roles(app, service)
     app.add_api_route("/metrics", _metrics(service), methods=["GET"], response_class=Response)
+    _openapi_as_answered(app)
     return app
+
+
+def _openapi_as_answered(app: FastAPI) -> None:
+    """The schema lists the statuses the server sends: FastAPI's automatic 422 goes (every
+    validation failure is answered 400, `errors._validation`)."""
+    made = app.openapi
+
+    def schema() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            spec = made()
+            for path in spec.get("paths", {}).values():
+                for operation in path.values():
+                    operation.get("responses", {}).pop("422", None)
+            for name in ("HTTPValidationError", "ValidationError"):
+                spec.get("components", {}).get("schemas", {}).pop(name, None)
+            app.openapi_schema = spec
+        return app.openapi_schema
+
+    app.openapi = schema  # type: ignore[method-assign]
 
 
 def metrics_app(service: SpeechService, token: str | None, hosts: frozenset[str] | None) -> FastAPI:

@@ -14,7 +14,6 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response, StreamingResponse
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from engine.core.errors import CastError
 from engine.core.types import Voice
 from engine.scheduler import RequestClass
 from engine.server import flow
@@ -25,7 +24,7 @@ from engine.server.audio_out import (
     check_format,
     headers,
 )
-from engine.server.errors import ERROR_RESPONSES
+from engine.server.errors import ERROR_RESPONSES, UnknownModel
 from engine.server.listen import check_headers
 from engine.server.slotted import SlottedLine, check_slot
 from engine.server.speech import MAX_TEXT_CHARS, SPEED_RANGE, SpeechService, at_speed
@@ -53,21 +52,28 @@ SSE_TYPE = "text/event-stream"
 AUDIO_TYPES: dict[str, Any] = {t: {} for t in (*MEDIA_TYPES, SSE_TYPE)}
 
 
-class SpeechBody(BaseModel):
-    """OpenAI's speech request. `voice` is a cast role, an OpenAI voice name (an alias of a
-    configured voice) or a voice id; it never adds a role."""
+class VoiceRef(BaseModel):
+    """OpenAI's voice object (`{"id": "voice_1234"}`): here the id is what `voice` names."""
 
     model_config = ConfigDict(extra="ignore", strict=True)
-    model: Text = Field("tts-1", min_length=1, max_length=100)
+    id: Text = Field(min_length=1, max_length=64)
+
+
+class SpeechBody(BaseModel):
+    """OpenAI's speech request. `voice` is a cast role, an OpenAI voice name (an alias of a
+    configured voice) or a voice id, as a string or a voice object; it never adds a role."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+    model: Text = Field(min_length=1, max_length=100)
     input: Text = Field(min_length=1, max_length=MAX_TEXT_CHARS)
-    voice: Text = Field(min_length=1, max_length=64)
+    voice: Annotated[Text, Field(min_length=1, max_length=64)] | VoiceRef
     instructions: Text | None = Field(None, max_length=4096, description="Ignored: no backend here "
                                       "can express free-text delivery instructions (the answer says so "
                                       "in X-Troupe-Ignored).")  # fmt: skip
     response_format: ResponseFormat = "mp3"
     speed: float = Field(1.0, ge=SPEED_RANGE[0], le=SPEED_RANGE[1], allow_inf_nan=False,
-                         description="Honoured through the voice's rate; beyond its rate range, a 400 "
-                         "says which speeds this voice can do.")  # fmt: skip
+                         description="0.25 to 4.0: the voice's own rate as far as its range reaches, "
+                         "a time-stretch (pitch and timbre kept) beyond.")  # fmt: skip
     stream_format: Literal["audio", "sse"] = "audio"
     stream: bool = Field(True, description="Troupe (and Kokoro-FastAPI): false sends the whole file at "
                          "once, with its exact length in the header (FLAC always comes whole).")  # fmt: skip
@@ -107,12 +113,12 @@ def router(service: SpeechService) -> APIRouter:
         24 kHz 16-bit little-endian mono as OpenAI's; FLAC comes whole (its stream form
         lacks the length that common readers need)."""
         if body.model not in model_ids(service):
-            raise CastError(
+            raise UnknownModel(
                 f"unknown model {body.model!r}; GET /v1/models lists: {', '.join(model_ids(service))}"
             )
         check_format(body.response_format)
         check_slot(body.slot_s, body.input)
-        role, voice = service.resolve_voice(body.voice)
+        role, voice = service.resolve_voice(body.voice if isinstance(body.voice, str) else body.voice.id)
         extra = {"X-Troupe-Ignored": "instructions"} if body.instructions else {}
         if body.slot_s is not None:
             return await _slotted(request, service, body, role, at_speed(voice, body.speed), extra)
@@ -125,7 +131,8 @@ def router(service: SpeechService) -> APIRouter:
         first = await flow.first_then_rest(request, futures)
         encoder = StreamEncoder(body.response_format)
         if body.stream_format == "sse":
-            events = _sse(flow.encoded_stream(first, futures, encoder, _delta))
+            usage = _Usage(body.input)
+            events = _sse(flow.encoded_stream(first, futures, encoder, usage.delta), usage.done)
             return StreamingResponse(events, media_type="text/event-stream", headers=extra)
         hdrs = {**headers(body.response_format, OPENAI_PCM_RATE_HZ), **extra}
         return StreamingResponse(flow.encoded_stream(first, futures, encoder), headers=hdrs)
@@ -156,9 +163,32 @@ def _delta(piece: bytes) -> bytes:
     return f"data: {json.dumps(event)}\n\n".encode()
 
 
+class _Usage:
+    """What an SSE stream's `speech.audio.done` reports: the input as OpenAI counts it
+    (tokens, estimated at 4 characters each: no tokenizer here), its characters, and the
+    seconds of audio sent (from the 24 kHz 16-bit PCM bytes)."""
+
+    def __init__(self, text: str) -> None:
+        self.chars = len(text)
+        self.audio_bytes = 0
+
+    def delta(self, piece: bytes) -> bytes:
+        self.audio_bytes += len(piece)
+        return _delta(piece)
+
+    def done(self) -> dict[str, Any]:
+        seconds = self.audio_bytes / (2 * OPENAI_PCM_RATE_HZ)
+        tokens_in = max(1, -(-self.chars // 4))
+        tokens_out = round(seconds * 10)  # about 10 audio tokens a second
+        return {"usage": {"input_tokens": tokens_in, "output_tokens": tokens_out,
+                          "total_tokens": tokens_in + tokens_out, "input_characters": self.chars,
+                          "output_seconds": round(seconds, 3)}}  # fmt: skip
+
+
 async def _sse(deltas: Any, more: Callable[[], dict[str, Any]] | None = None) -> Any:
     async for d in deltas:
         yield d
-    usage = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
-    done = {"type": "speech.audio.done", "usage": usage, **(more() if more is not None else {})}
+    done = {"type": "speech.audio.done", **(more() if more is not None else {})}
+    if "usage" not in done:
+        done["usage"] = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
     yield f"data: {json.dumps(done)}\n\n".encode()

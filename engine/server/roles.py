@@ -19,7 +19,10 @@ female variants); `serve --voice-alias NAME=VOICE` replaces any of them."""
 
 
 class TooManyRoles(CastError):
-    """Clients have added as many roles as the server allows (answered 429)."""
+    """Clients have added as many roles as the server allows (answered 429, Retry-After:
+    when the least recently used client role goes idle and its place frees)."""
+
+    retry_after_s = 60.0
 
 
 class ClientRoles:
@@ -43,10 +46,13 @@ class ClientRoles:
         are dropped first, by `expire` on the engine loop)."""
         with self._lock:
             if key not in self._last_used and len(self._last_used) >= self.cap:
-                raise TooManyRoles(
+                refusal = TooManyRoles(
                     f"clients have added {self.cap} roles, the most this server keeps; a role unused "
                     f"for {self.idle_s:g} s is dropped (serve --max-client-roles, --client-role-idle)"
                 )
+                oldest = min(self._last_used.values(), default=self.clock())
+                refusal.retry_after_s = max(1.0, oldest + self.idle_s - self.clock())
+                raise refusal
             self._last_used[key] = self.clock()
 
     def touch(self, key: str) -> None:

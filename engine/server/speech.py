@@ -10,7 +10,7 @@ import math
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -32,13 +32,15 @@ from engine.server.roles import ClientRoles, aliases
 from engine.server.telemetry import Telemetry
 from engine.synthesis import ssml
 from engine.synthesis.base import Mono
+from engine.synthesis.effects import time_stretch
 from engine.synthesis.espeak import espeak_variants, espeak_voices
 from engine.synthesis.text import split_chunks
 
 MAX_TEXT_CHARS = 4096
 """OpenAI's input limit."""
 SPEED_RANGE = (0.25, 4.0)
-"""OpenAI's `speed` range; within it, what a voice's rate range allows is honoured."""
+"""OpenAI's `speed` range, all of it: the voice's own rate as far as its range reaches, the
+rest by time-stretching the voiced audio (`speed_parts`)."""
 STALL_S = 1.0
 """The engine loop counts as stalled (`/healthz` 503) when it has not ticked for this long."""
 log = logging.getLogger("troupe.server")
@@ -112,6 +114,8 @@ class SpeechService:
         self.scheduler.on_batch = self.telemetry.observe_batch
         voices = espeak_voices()
         self._variants = {v.voice_id for v in espeak_variants()}
+        self._stretcher = ThreadPoolExecutor(max_workers=2, thread_name_prefix="troupe-stretch")
+        """Time-stretch for speeds past a voice's rate range (Rubber Band: ~30 ms a second of audio)."""
         self._by_name = {v.voice_id: v.voice_id for v in voices}
         for v in voices:
             self._by_name.setdefault(v.language.lower(), v.voice_id)  # 'en-gb' names the voice 'en'
@@ -226,34 +230,38 @@ class SpeechService:
             known = ", ".join(sorted(self.aliases))
             raise CastError(f"unknown voice {name!r}: not a role, an alias ({known}) or a voice "
                             "(GET /v1/audio/voices lists them)") from None  # fmt: skip
-        backend = "kokoro" if voice_id.startswith("kokoro:") else "espeak"
+        voice = _as_voice(voice_id)
         # NB: one scheduling role (and metric label) per alias or backend, not per voice id:
         # voice ids and blends are unbounded, the labels must not be
-        label = role_key(name) if target else f"VOICE:{backend.upper()}"
-        return label, Voice(backend=backend, voice_id=voice_id)
+        label = role_key(name) if target else f"VOICE:{voice.backend.upper()}"
+        return label, voice
 
     def _update(self, key: str, changes: dict[str, Any]) -> Voice:
         if "voice_id" in changes:
-            voice_id = self.check_voice(str(changes["voice_id"]))
-            backend = {} if voice_id.startswith("kokoro:") else {"backend": "espeak"}
-            changes = {**changes, **backend, "voice_id": voice_id}
+            voice = _as_voice(self.check_voice(str(changes["voice_id"])))
+            changes = {**changes, "backend": voice.backend, "voice_id": voice.voice_id}
         voice = self.cast.set(key, **changes) if changes else self.cast.voices[key]
         self.scheduler.set_weight(key, voice.weight)
         return voice
 
     def check_voice(self, voice_id: str) -> str:
-        """The espeak-ng voice for 'name', 'language' or either with '+variant'; or a Kokoro
-        voice or blend as 'kokoro:spec'."""
+        """The espeak-ng voice for 'name', 'language' or either with '+variant'; or another
+        backend's voice as 'backend:voice' (every id `GET /v1/voices` lists), Kokoro's
+        blends ('kokoro:0.7*ada+0.3*bruno') too."""
         backend, colon, spec = voice_id.strip().partition(":")
+        spec = spec.strip()
         if colon:
-            kokoro = self.scheduler.backends.get("kokoro")
-            if backend != "kokoro" or kokoro is None:
+            found = self.scheduler.backends.get(backend)
+            if found is None or backend == "espeak":
                 raise CastError(f"unknown voice {voice_id!r}; GET /v1/voices lists them")
-            try:
-                kokoro.synth.bank.get(spec.strip())  # type: ignore[attr-defined]
-            except SynthesisError as exc:
-                raise CastError(str(exc)) from None
-            return f"kokoro:{spec.strip()}"
+            if backend == "kokoro":
+                try:
+                    found.synth.bank.get(spec)  # type: ignore[attr-defined]
+                except SynthesisError as exc:
+                    raise CastError(str(exc)) from None
+            elif spec not in {v.voice_id for v in found.synth.voices()}:
+                raise CastError(f"unknown voice {voice_id!r}; GET /v1/voices lists them")
+            return f"{backend}:{spec}"
         lang, plus, variant = voice_id.strip().partition("+")
         name = self._by_name.get(lang.lower())
         if name is None or (plus and variant not in self._variants):
@@ -272,8 +280,12 @@ class SpeechService:
             raise ScriptError(str(path).replace("\0", "\\0"), f"not a usable file path ({exc})") from None
         if not full.is_relative_to(root):
             raise ScriptError(path, f"outside the server's scripts folder ({root})")
-        if not full.is_file():
-            raise ScriptError(path, "no such script file" + (" (it is a folder)" if full.is_dir() else ""))
+        try:
+            is_file, is_dir = full.is_file(), full.is_dir()
+        except OSError as exc:  # a name too long for the file system (ENAMETOOLONG), ...
+            raise ScriptError(str(path)[:120], f"not a usable file path ({exc.strerror or exc})") from None
+        if not is_file:
+            raise ScriptError(path, "no such script file" + (" (it is a folder)" if is_dir else ""))
         script = load_script(full)
         with self._lock:
             keep = dict(self.cast.voices)
@@ -292,10 +304,41 @@ class SpeechService:
             raise TroupeError("text is empty")
         if len(text) > MAX_TEXT_CHARS:
             raise TroupeError(f"text is {len(text)} characters; the limit is {MAX_TEXT_CHARS}")
-        voice = at_speed(voice or self.voice(role), speed)
+        voice, stretch = speed_parts(voice or self.voice(role), speed)
         if ssml.looks_like_ssml(text):
-            return self._submit_ssml(role, text, voice, klass)
-        return self._submit_text(role, text, voice, klass)
+            futures = self._submit_ssml(role, text, voice, klass)
+        else:
+            futures = self._submit_text(role, text, voice, klass)
+        if abs(stretch - 1.0) < 1e-3:
+            return futures
+        return [self._stretched(f, stretch) for f in futures]
+
+    def _stretched(self, inner: Future[Mono], factor: float) -> Future[Mono]:
+        """`inner`'s audio `factor` times faster (Rubber Band, on the stretch workers, never
+        on the engine thread); cancelling the result withdraws `inner` too."""
+        outer: Future[Mono] = _Linked(inner)
+
+        def stretch(audio: Mono) -> None:
+            try:
+                result = time_stretch(audio, SAMPLE_RATE_HZ, factor)
+            except Exception as exc:  # a failed stretch fails this chunk, nothing else
+                _settle(outer, None, SynthesisError(f"time-stretch failed: {exc}"))
+                return
+            _settle(outer, result, None)
+
+        def voiced(f: Future[Mono]) -> None:
+            if f.cancelled():
+                outer.cancel()
+            elif f.exception() is not None:
+                _settle(outer, None, f.exception())
+            elif not outer.cancelled():
+                try:
+                    self._stretcher.submit(stretch, f.result())
+                except RuntimeError:  # closing: the pool takes nothing more
+                    outer.cancel()
+
+        inner.add_done_callback(voiced)
+        return outer
 
     def _submit_ssml(self, role: str, document: str, voice: Voice, klass: RequestClass) -> list[Future[Mono]]:
         """SSML: each stretch of text in its prosody (rate, pitch, volume), breaks as silence;
@@ -376,12 +419,65 @@ class SpeechService:
             r.on_done = None
 
     def close(self) -> None:
+        self._stretcher.shutdown(wait=False, cancel_futures=True)
         self._stop.set()
         self.scheduler.wake.set()
         self._thread.join(1)
         self.scheduler.close()
         for b in self.scheduler.backends.values():
             b.synth.close()
+
+
+def _as_voice(voice_id: str) -> Voice:
+    """A checked voice id as a `Voice`: 'piper:joe' -> backend piper, voice joe."""
+    backend, colon, spec = voice_id.partition(":")
+    return Voice(backend=backend, voice_id=spec) if colon else Voice(backend="espeak", voice_id=voice_id)
+
+
+class _Linked(Future[Mono]):
+    """A future made from another (`inner`): cancelling it cancels `inner` as well."""
+
+    def __init__(self, inner: Future[Mono]) -> None:
+        super().__init__()
+        self._inner = inner
+
+    def cancel(self) -> bool:
+        self._inner.cancel()
+        return super().cancel()
+
+
+def _settle(f: Future[Mono], result: Mono | None, exc: BaseException | None) -> None:
+    try:
+        if exc is not None:
+            f.set_exception(exc)
+        elif result is not None:
+            f.set_result(result)
+    except InvalidStateError:
+        pass  # cancelled meanwhile: nobody wants it
+
+
+RATE_REACH = {"kokoro": (1.0, 1.0), "espeak": (0.25, 1.0), "piper": (0.25, 4.0)}
+"""How far each backend's own rate carries a speed before the time-stretch takes over, as
+multiples of the voice's rate (then within the rate limits). Measured by whisper tiny.en
+on two lines a speed (benchmarks/bench_speed_range.py): Kokoro's own speed mumbles past
+1.5x and drags at 0.25x (WER 0.77-0.91) where its audio stretched stays clear (0.10-0.15 at
+0.25-2x); espeak-ng fast by its rate is unintelligible (0.73 at 2x; stretched 0.54), slow
+by its rate clearer; Piper's length scale holds across the range."""
+
+
+def speed_parts(voice: Voice, speed: float) -> tuple[Voice, float]:
+    """`voice` at `speed` (OpenAI's 0.25 to 4.0): its own rate as far as `RATE_REACH` and
+    the rate limits allow, and the factor left for a time-stretch of the audio (1.0: none)."""
+    lo, hi = SPEED_RANGE
+    if isinstance(speed, bool) or not lo <= speed <= hi:  # NB: NaN fails both comparisons
+        raise TroupeError(f"speed {speed} is out of range; expected {lo} to {hi}")
+    if speed == 1.0:
+        return voice, 1.0
+    rate_lo, rate_hi = limit("rate_wpm")
+    reach_lo, reach_hi = RATE_REACH.get(voice.backend, (1 / 1.5, 1.5))
+    by_rate = min(max(speed, reach_lo), reach_hi)
+    rate = int(min(max(round(voice.rate_wpm * by_rate), rate_lo), rate_hi))
+    return replace(voice, rate_wpm=rate), speed * voice.rate_wpm / rate
 
 
 def at_speed(voice: Voice, speed: float) -> Voice:

@@ -36,6 +36,17 @@ def pitch_shift(audio: Mono, sample_rate_hz: int, semitones: float, preserve_for
     return np.concatenate([shifted, np.zeros(audio.size - shifted.size, np.float32)])
 
 
+def time_stretch(audio: Mono, sample_rate_hz: int, factor: float) -> Mono:
+    """`audio` played `factor` times faster, same pitch and timbre (Rubber Band)."""
+    if abs(factor - 1.0) < 1e-3 or audio.size < 256:
+        return audio
+    from pedalboard import time_stretch as rubberband
+
+    out = rubberband(audio.reshape(1, -1).astype(np.float32), float(sample_rate_hz), float(factor),
+                     preserve_formants=True)  # fmt: skip
+    return np.ascontiguousarray(np.asarray(out, np.float32).reshape(-1))
+
+
 def shift_voice(audio: Mono, sample_rate_hz: int, pitch_semitones: float, timbre_semitones: float) -> Mono:
     """Another character from the same voice: formants (the apparent size of the speaker)
     moved by `timbre_semitones`, the pitch by `pitch_semitones` in all."""
