@@ -14,12 +14,16 @@ from engine.core.types import SAMPLE_RATE_HZ
 from engine.export import FORMATS, ExportError, available_formats, encode
 from engine.export.formats import pcm_bytes
 from engine.export.writers import SndWriter, WavWriter
+from engine.server.errors import BadField
 from engine.synthesis.base import Mono
 
 ResponseFormat = Literal["mp3", "opus", "aac", "flac", "wav", "pcm"]
 RESPONSE_FORMATS: tuple[str, ...] = ("mp3", "opus", "aac", "flac", "wav", "pcm")
-OPENAI_PCM_RATE_HZ = 24_000
-"""OpenAI's `pcm`: 24 kHz, 16-bit little-endian, mono, no header."""
+OPENAI_RATE_HZ = 24_000
+"""OpenAI's answers are 24 kHz in every format (`pcm`: 16-bit little-endian mono, no header)."""
+RATES_HZ = (8_000, 12_000, 16_000, 22_050, 24_000, 44_100, 48_000)
+"""What a request may ask for (`sample_rate`); Opus only 8, 12, 16, 24 and 48 kHz."""
+OPUS_RATES_HZ = (8_000, 12_000, 16_000, 24_000, 48_000)
 UNKNOWN_SIZE = 0xFFFFFFFF
 """A streamed WAV's RIFF and data sizes: 'until the stream ends' (the size is not known yet)."""
 
@@ -37,19 +41,29 @@ def supported_formats() -> list[str]:
     return [f for f in RESPONSE_FORMATS if f in have]
 
 
-def headers(fmt: str, pcm_rate_hz: int) -> dict[str, str]:
+def check_rate(fmt: str, rate_hz: int) -> None:
+    """`ExportError` (a 400) for a rate the format cannot carry (Opus at 44.1 kHz)."""
+    if fmt == "opus" and rate_hz not in OPUS_RATES_HZ:
+        rates = ", ".join(str(r) for r in OPUS_RATES_HZ)
+        raise BadField(
+            "sample_rate", f"sample_rate {rate_hz} is not one Opus carries; expected one of {rates}"
+        )
+
+
+def headers(fmt: str, rate_hz: int) -> dict[str, str]:
     """Content type and, for headerless PCM, what a player needs to know."""
     if fmt == "pcm":
-        return {"Content-Type": "audio/pcm", "X-Sample-Rate": str(pcm_rate_hz), "X-Channels": "1",
+        return {"Content-Type": "audio/pcm", "X-Sample-Rate": str(rate_hz), "X-Channels": "1",
                 "X-Sample-Format": "s16le"}  # fmt: skip
-    return {"Content-Type": FORMATS[fmt].media_type}
+    return {"Content-Type": FORMATS[fmt].media_type, "X-Sample-Rate": str(rate_hz)}
 
 
-def whole(audio: Mono, fmt: str, pcm_rate_hz: int = OPENAI_PCM_RATE_HZ) -> bytes:
-    """A whole answer: `audio` (engine rate) as one file in `fmt`; pcm at `pcm_rate_hz`."""
+def whole(audio: Mono, fmt: str, rate_hz: int = OPENAI_RATE_HZ) -> bytes:
+    """A whole answer: `audio` (engine rate) as one file in `fmt` at `rate_hz`."""
+    audio = _resample(audio, rate_hz)
     if fmt == "pcm":
-        return pcm_bytes(_resample(audio, pcm_rate_hz).reshape(-1, 1), "s16")
-    return encode(audio, SAMPLE_RATE_HZ, fmt)
+        return pcm_bytes(audio.reshape(-1, 1), "s16")
+    return encode(audio, rate_hz, fmt)
 
 
 def _resample(audio: Mono, rate_hz: int) -> Mono:
@@ -107,43 +121,53 @@ class StreamEncoder:
     send, `finish` the rest. Container formats carry one continuous encoder state (no gap
     at a sentence break); AAC is a sequence of ADTS frames, one encoder run per sentence."""
 
-    def __init__(self, fmt: str, pcm_rate_hz: int = OPENAI_PCM_RATE_HZ) -> None:
+    def __init__(self, fmt: str, rate_hz: int = OPENAI_RATE_HZ) -> None:
         check_format(fmt)
+        check_rate(fmt, rate_hz)
         self.fmt = fmt
+        self.rate_hz = rate_hz
+        self.fed_s = 0.0
+        """Seconds of audio fed so far (what an SSE stream's usage reports)."""
         self._sink = _Drain()
         self._resampler = None
         self._writer: SndWriter | None = None
         self._head = b""
-        if fmt == "pcm" and pcm_rate_hz != SAMPLE_RATE_HZ:
-            self._resampler = soxr.ResampleStream(SAMPLE_RATE_HZ, pcm_rate_hz, 1, dtype="float32")
-        elif fmt == "wav":
+        if rate_hz != SAMPLE_RATE_HZ:
+            self._resampler = soxr.ResampleStream(SAMPLE_RATE_HZ, rate_hz, 1, dtype="float32")
+        if fmt == "wav":
             buf = io.BytesIO()
-            WavWriter(buf, 1, SAMPLE_RATE_HZ, "s16", "stream")
+            WavWriter(buf, 1, rate_hz, "s16", "stream")
             head = buf.getvalue()
             self._head = (
                 head[:4] + struct.pack("<I", UNKNOWN_SIZE) + head[8:-4] + struct.pack("<I", UNKNOWN_SIZE)
             )
         elif FORMATS[fmt].encoder == "sndfile":
             sink: Any = self._sink  # a file as far as libsndfile is concerned
-            self._writer = SndWriter(sink, FORMATS[fmt], 1, SAMPLE_RATE_HZ, "s16", "stream")
+            self._writer = SndWriter(sink, FORMATS[fmt], 1, rate_hz, "s16", "stream")
 
     def feed(self, audio: Mono) -> bytes:
-        head, self._head = self._head, b""
-        if self._writer is not None:
-            self._writer.write(audio.reshape(-1, 1))
-            return head + self._sink.take()
-        if self.fmt == "aac":
-            return encode(audio, SAMPLE_RATE_HZ, "aac")
+        self.fed_s += len(audio) / SAMPLE_RATE_HZ
         if self._resampler is not None:
             audio = np.asarray(self._resampler.resample_chunk(audio), np.float32)
+        return self._encode(audio)
+
+    def _encode(self, audio: Mono) -> bytes:
+        head, self._head = self._head, b""
+        if self._writer is not None:
+            if audio.size:
+                self._writer.write(audio.reshape(-1, 1))
+            return head + self._sink.take()
+        if self.fmt == "aac":
+            return head + (encode(audio, self.rate_hz, "aac") if audio.size else b"")
         return head + pcm_bytes(audio.reshape(-1, 1), "s16")
 
     def finish(self) -> bytes:
+        tail = b""
+        if self._resampler is not None:
+            rest = np.asarray(self._resampler.resample_chunk(np.zeros(0, np.float32), last=True), np.float32)
+            tail = self._encode(rest)
         head, self._head = self._head, b""
         if self._writer is not None:
             self._writer.close()
-            return head + self._sink.take()
-        if self._resampler is not None:
-            tail = np.asarray(self._resampler.resample_chunk(np.zeros(0, np.float32), last=True), np.float32)
-            return head + pcm_bytes(tail.reshape(-1, 1), "s16")
-        return head
+            return tail + head + self._sink.take()
+        return tail + head

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from engine.core.errors import TroupeError
 from engine.core.types import SAMPLE_RATE_HZ
 from engine.server import flow
-from engine.server.audio_out import OPENAI_PCM_RATE_HZ, ResponseFormat, check_format, headers
+from engine.server.audio_out import OPENAI_RATE_HZ, ResponseFormat, check_format, headers
 from engine.server.errors import ERROR_RESPONSES
 from engine.server.openai_api import AUDIO_TYPES, LIVE, Text
 from engine.server.speech import MAX_TEXT_CHARS, SPEED_RANGE, SpeechService, cancel
@@ -60,7 +60,7 @@ def router(service: SpeechService) -> APIRouter:
         lengths = [sum(len(f.result()) for f in futures) for futures in per_turn]
         mixed = _join(audio, lengths, body.pause_s)
         data = await flow.encoded(mixed, body.response_format)
-        return Response(data, headers=headers(body.response_format, OPENAI_PCM_RATE_HZ))
+        return Response(data, headers=headers(body.response_format, OPENAI_RATE_HZ))
 
     return api
 

@@ -14,7 +14,7 @@ from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
 from engine.core.types import SAMPLE_RATE_HZ
-from engine.server.audio_out import OPENAI_PCM_RATE_HZ, StreamEncoder
+from engine.server.audio_out import OPENAI_RATE_HZ, StreamEncoder
 from engine.server.audio_out import whole as encode_whole
 from engine.server.errors import ClientGone
 from engine.server.speech import cancel
@@ -38,12 +38,12 @@ server was 0.1 s in the queue and 0.3 s at the client). Resampling PCM to 24 kHz
 as cheap."""
 
 
-async def encoded(audio: Mono, fmt: str, pcm_rate_hz: int = OPENAI_PCM_RATE_HZ) -> bytes:
+async def encoded(audio: Mono, fmt: str, rate_hz: int = OPENAI_RATE_HZ) -> bytes:
     """`audio` as a whole answer in `fmt` (see `audio_out.whole`): short raw answers at
     once, anything else on a worker thread."""
     if fmt in ("pcm", "wav") and len(audio) <= INLINE_MAX_S * SAMPLE_RATE_HZ:
-        return encode_whole(audio, fmt, pcm_rate_hz)
-    return await run_in_threadpool(encode_whole, audio, fmt, pcm_rate_hz)
+        return encode_whole(audio, fmt, rate_hz)
+    return await run_in_threadpool(encode_whole, audio, fmt, rate_hz)
 
 
 async def first_then_rest(request: Request, futures: list[Future[Mono]]) -> Mono:

@@ -18,10 +18,10 @@ from engine.core.types import Voice
 from engine.scheduler import RequestClass
 from engine.server import flow
 from engine.server.audio_out import (
-    OPENAI_PCM_RATE_HZ,
     ResponseFormat,
     StreamEncoder,
     check_format,
+    check_rate,
     headers,
 )
 from engine.server.errors import ERROR_RESPONSES, UnknownModel
@@ -75,6 +75,11 @@ class SpeechBody(BaseModel):
                          description="0.25 to 4.0: the voice's own rate as far as its range reaches, "
                          "a time-stretch (pitch and timbre kept) beyond.")  # fmt: skip
     stream_format: Literal["audio", "sse"] = "audio"
+    sample_rate: Literal[8000, 12000, 16000, 22050, 24000, 44100, 48000] = Field(
+        24_000,
+        description="Troupe: the answer's sample rate in Hz (24000, as OpenAI's; "
+        "Opus: 8000, 12000, 16000, 24000 or 48000).",
+    )
     stream: bool = Field(True, description="Troupe (and Kokoro-FastAPI): false sends the whole file at "
                          "once, with its exact length in the header (FLAC always comes whole).")  # fmt: skip
     slot_s: float | None = Field(None, allow_inf_nan=False, description="Troupe: the seconds the line "
@@ -117,24 +122,26 @@ def router(service: SpeechService) -> APIRouter:
                 f"unknown model {body.model!r}; GET /v1/models lists: {', '.join(model_ids(service))}"
             )
         check_format(body.response_format)
+        check_rate(body.response_format, body.sample_rate)
         check_slot(body.slot_s, body.input)
         role, voice = service.resolve_voice(body.voice if isinstance(body.voice, str) else body.voice.id)
         extra = {"X-Troupe-Ignored": "instructions"} if body.instructions else {}
         if body.slot_s is not None:
             return await _slotted(request, service, body, role, at_speed(voice, body.speed), extra)
         futures = service.submit(role, body.input, body.speed, LIVE, voice)
+        rate = body.sample_rate
         if body.stream_format == "audio" and (body.response_format == "flac" or not body.stream):
             audio = await flow.whole(request, futures)
-            data = await flow.encoded(audio, body.response_format)
+            data = await flow.encoded(audio, body.response_format, rate)
             extra |= await check_headers(request, audio, body.input, voice.backend)
-            return Response(data, headers={**headers(body.response_format, OPENAI_PCM_RATE_HZ), **extra})
+            return Response(data, headers={**headers(body.response_format, rate), **extra})
         first = await flow.first_then_rest(request, futures)
-        encoder = StreamEncoder(body.response_format)
+        encoder = StreamEncoder(body.response_format, rate)
         if body.stream_format == "sse":
-            usage = _Usage(body.input)
-            events = _sse(flow.encoded_stream(first, futures, encoder, usage.delta), usage.done)
+            usage = _Usage(body.input, encoder)
+            events = _sse(flow.encoded_stream(first, futures, encoder, _delta), usage.done)
             return StreamingResponse(events, media_type="text/event-stream", headers=extra)
-        hdrs = {**headers(body.response_format, OPENAI_PCM_RATE_HZ), **extra}
+        hdrs = {**headers(body.response_format, rate), **extra}
         return StreamingResponse(flow.encoded_stream(first, futures, encoder), headers=hdrs)
 
     return api
@@ -145,13 +152,13 @@ async def _slotted(request: Request, service: SpeechService, body: SpeechBody, r
     """A line that must fit `slot_s`: chunk by chunk, each one's rate corrected (`slotted`)."""
     line = SlottedLine(service, role, voice, body.input, LIVE, body.slot_s or 0.0, body.slot_correction)
     extra = {**extra, **line.headers()}
-    fmt_headers = headers(body.response_format, OPENAI_PCM_RATE_HZ)
+    fmt_headers = headers(body.response_format, body.sample_rate)
     if body.stream_format == "audio" and (body.response_format == "flac" or not body.stream):
         audio = await line.whole(request)
-        data = await flow.encoded(audio, body.response_format)
+        data = await flow.encoded(audio, body.response_format, body.sample_rate)
         return Response(data, headers={**fmt_headers, **extra, **line.report.headers()})
     first = await line.first(request)
-    encoder = StreamEncoder(body.response_format)
+    encoder = StreamEncoder(body.response_format, body.sample_rate)
     if body.stream_format == "sse":
         events = _sse(line.encoded(first, encoder, _delta), lambda: {"troupe_slot": line.report.summary()})
         return StreamingResponse(events, media_type="text/event-stream", headers=extra)
@@ -166,18 +173,14 @@ def _delta(piece: bytes) -> bytes:
 class _Usage:
     """What an SSE stream's `speech.audio.done` reports: the input as OpenAI counts it
     (tokens, estimated at 4 characters each: no tokenizer here), its characters, and the
-    seconds of audio sent (from the 24 kHz 16-bit PCM bytes)."""
+    seconds of audio sent (what the encoder was fed)."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, encoder: StreamEncoder) -> None:
         self.chars = len(text)
-        self.audio_bytes = 0
-
-    def delta(self, piece: bytes) -> bytes:
-        self.audio_bytes += len(piece)
-        return _delta(piece)
+        self.encoder = encoder
 
     def done(self) -> dict[str, Any]:
-        seconds = self.audio_bytes / (2 * OPENAI_PCM_RATE_HZ)
+        seconds = self.encoder.fed_s
         tokens_in = max(1, -(-self.chars // 4))
         tokens_out = round(seconds * 10)  # about 10 audio tokens a second
         return {"usage": {"input_tokens": tokens_in, "output_tokens": tokens_out,

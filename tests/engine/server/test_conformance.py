@@ -64,6 +64,29 @@ def test_a_body_that_is_not_json_has_no_param(live_server: LiveServer) -> None:
     assert e["param"] is None and "could not parse the JSON body" in str(e["message"])
 
 
+@pytest.mark.parametrize("fmt", ["wav", "flac", "mp3", "opus"])
+@pytest.mark.parametrize("stream", [False, True])
+def test_answers_are_24_khz_as_openai_or_as_asked(live_server: LiveServer, fmt: str, stream: bool) -> None:
+    import io
+
+    import soundfile as sf
+
+    for rate in (None, 48_000, 16_000):
+        extra = {"sample_rate": rate} if rate else {}
+        r = _speech(live_server, model="tts-1", input="Good evening.", voice="alloy", response_format=fmt,
+                    stream=stream, **extra)  # fmt: skip
+        assert r.status_code == 200, r.text
+        info = sf.info(io.BytesIO(r.content))
+        assert info.samplerate == (rate or 24_000) and info.channels == 1, (fmt, stream, rate, info)
+        assert r.headers["X-Sample-Rate"] == str(rate or 24_000)
+        if not stream or fmt == "flac":
+            assert 0.4 < info.duration < 3.0, (fmt, info.duration)  # the length is in the header
+    r = _speech(
+        live_server, model="tts-1", input="Hi.", voice="alloy", response_format="opus", sample_rate=44_100
+    )
+    assert r.status_code == 400 and _error(r)["param"] == "sample_rate"
+
+
 def test_a_voice_object_is_a_voice(live_server: LiveServer) -> None:
     r = _speech(
         live_server, model="tts-1", input="Hello there.", voice={"id": "alloy"}, response_format="wav"
