@@ -74,7 +74,7 @@ def test_oversize_bodies_are_refused_chunked_or_not(guarded: LiveServer) -> None
     assert _error(r, 413)["message"] == "request body over 4096 bytes"
     r = httpx.post(f"{guarded.url}{SPEECH}", content=b" " * 5000, headers=headers)
     _error(r, 413)
-    small = iter([b'{"input": "Fine.", "voice": "alloy",', b' "response_format": "wav"}'])
+    small = iter([b'{"model": "tts-1", "input": "Fine.", "voice": "alloy",', b' "response_format": "wav"}'])
     r = httpx.post(f"{guarded.url}{SPEECH}", content=small, headers=headers, timeout=30)
     assert r.status_code == 200 and r.content[:4] == b"RIFF"
 
@@ -130,14 +130,14 @@ def test_bearer_scheme_is_case_insensitive_and_nothing_else_passes(guarded: Live
 
 
 BAD_BODIES = [
-    (SPEECH, b'{"input": "Hi.", "voice": "alloy", "speed": true}', "speed"),
-    (SPEECH, b'{"input": "Hi.", "voice": "alloy", "speed": "2"}', "speed"),
-    (SPEECH, b'{"input": "Hi.", "voice": "alloy", "speed": NaN}', "speed"),
-    (SPEECH, b'{"input": "Hi.", "voice": "alloy", "speed": Infinity}', "speed"),
-    (SPEECH, b'{"input": "Hi.", "voice": "alloy", "speed": 1e999}', "speed"),
-    (SPEECH, b'{"input": "\\ud800", "voice": "alloy"}', "input"),
-    (SPEECH, b'{"input": "Hi.", "voice": "\\udfff"}', "voice"),
-    (SPEECH, b'{"input": 7, "voice": "alloy"}', "input"),
+    (SPEECH, b'{"model": "tts-1", "input": "Hi.", "voice": "alloy", "speed": true}', "speed"),
+    (SPEECH, b'{"model": "tts-1", "input": "Hi.", "voice": "alloy", "speed": "2"}', "speed"),
+    (SPEECH, b'{"model": "tts-1", "input": "Hi.", "voice": "alloy", "speed": NaN}', "speed"),
+    (SPEECH, b'{"model": "tts-1", "input": "Hi.", "voice": "alloy", "speed": Infinity}', "speed"),
+    (SPEECH, b'{"model": "tts-1", "input": "Hi.", "voice": "alloy", "speed": 1e999}', "speed"),
+    (SPEECH, b'{"model": "tts-1", "input": "\\ud800", "voice": "alloy"}', "input"),
+    (SPEECH, b'{"model": "tts-1", "input": "Hi.", "voice": "\\udfff"}', "voice"),
+    (SPEECH, b'{"model": "tts-1", "input": 7, "voice": "alloy"}', "input"),
     ("/v1/roles/hero", b'{"weight": "2"}', "weight"),
     ("/v1/roles/hero", b'{"pitch": 50.5}', "pitch"),
     ("/v1/roles/hero", b'{"pan": false}', "pan"),
