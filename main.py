@@ -456,8 +456,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"troupe serve: binding {host} (beyond loopback) needs --token (or TROUPE_TOKEN)",
                   file=sys.stderr)  # fmt: skip
             return 2
-    limits = ServerLimits(args.max_body, args.header_timeout, args.keep_alive, args.max_connections,
-                          tuple(args.allowed_host))  # fmt: skip
+    limits = ServerLimits(max_body_bytes=args.max_body, header_timeout_s=args.header_timeout,
+                          keep_alive_s=args.keep_alive, max_connections=args.max_connections,
+                          allowed_hosts=tuple(args.allowed_host), body_timeout_s=args.body_timeout,
+                          min_body_rate=args.min_body_rate, health_reserve=args.health_reserve,
+                          per_client_connections=args.per_client_connections,
+                          client_rate=args.client_rate)  # fmt: skip
     settings = SpeechSettings(processes=args.processes, policy=args.policy, scripts_dir=args.scripts_dir,
                               voice_aliases=dict(args.voice_alias), max_client_roles=args.max_client_roles,
                               client_role_idle_s=args.client_role_idle, fifo_tolerance=args.fifo_tolerance,
@@ -694,8 +698,23 @@ def build_parser() -> argparse.ArgumentParser:
                     help="a connection must send its request head within this (default 10 s)")  # fmt: skip
     sv.add_argument("--keep-alive", type=_ranged(int, 1, 600, "seconds"), default=5,
                     help="idle keep-alive connections close after this long (default 5 s)")  # fmt: skip
-    sv.add_argument("--max-connections", type=_ranged(int, 1, 100_000, "connections"), default=256,
-                    help="open connections beyond this are closed at once (default 256)")  # fmt: skip
+    sv.add_argument("--max-connections", type=_ranged(int, 1, 100_000, "connections"), default=512,
+                    help="open connections beyond this (and the health reserve) are closed at once "
+                    "(default 512)")  # fmt: skip
+    sv.add_argument("--per-client-connections", type=_ranged(int, 1, 100_000, "connections"), default=256,
+                    help="connections one client address may hold (default 256: half the cap)")  # fmt: skip
+    sv.add_argument("--health-reserve", type=_ranged(int, 0, 1000, "connections"), default=16,
+                    help="connections past the cap that answer only /healthz and /readyz "
+                    "(default 16)")  # fmt: skip
+    sv.add_argument("--body-timeout", type=_ranged(float, 0.5, 600, "seconds"), default=10.0,
+                    help="a request body must arrive within this after its head, plus its length at "
+                    "--min-body-rate (default 10 s)")  # fmt: skip
+    sv.add_argument("--min-body-rate", type=_ranged(int, 1, 1 << 30, "bytes a second"), default=16384,
+                    help="the slowest a body may arrive past --body-timeout "
+                    "(default 16384 bytes/s)")  # fmt: skip
+    sv.add_argument("--client-rate", type=_ranged(float, 0, 100_000, "requests a second"), default=0.0,
+                    help="requests a second one client address may make (bursts of twice that; "
+                    "429 past it); 0: no quota (default)")  # fmt: skip
     sv.add_argument("--token", help="bearer token clients must send (or TROUPE_TOKEN)")
     sv.add_argument("--script", type=Path, help="script whose roles are cast at start")
     sv.add_argument("--scripts-dir", type=Path, default=Path("."), help="POST /v1/script reads only here")

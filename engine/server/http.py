@@ -62,7 +62,8 @@ def create_app(service: SpeechService, token: str | None = None, limits: ServerL
     """The server's app: every route behind the `Guard` (token, body limit, Host list)."""
     limits = limits or ServerLimits()
     app = FastAPI(title="Troupe speech server", version="1", responses=ERROR_RESPONSES)
-    app.add_middleware(Guard, token=token, max_body_bytes=limits.max_body_bytes, hosts=hosts)
+    app.add_middleware(Guard, token=token, max_body_bytes=limits.max_body_bytes, hosts=hosts,
+                       client_rate=limits.client_rate)  # fmt: skip
     errors.install(app)
     app.include_router(router(service))
     app.include_router(dialogue.router(service))

@@ -1,14 +1,19 @@
 """What holds the server against its clients: the bearer token, the body limit (counted as
-the body arrives, chunked or not), the Host allow-list, a header-read timeout and a cap on
-open connections."""
+the body arrives, chunked or not), the Host allow-list, a header-read timeout, a body-read
+deadline (a minimum rate), a cap on open connections and on one client address's share of
+them, a reserve of connections that only answer `/healthz` and `/readyz`, and an optional
+request-rate quota per client address (429 with Retry-After)."""
 
 from __future__ import annotations
 
 import asyncio
 import ipaddress
+import math
 import secrets
 import socket
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,11 +37,24 @@ class ServerLimits:
     """A connection that has not sent a whole request head within this long is closed."""
     keep_alive_s: int = 5
     """An idle keep-alive connection is closed after this long."""
-    max_connections: int = 256
-    """Open connections beyond this are closed at once (uvicorn's `limit_concurrency`
-    answers 503 to requests beyond it as well)."""
+    max_connections: int = 512
+    """Open connections beyond this (and the health reserve) are closed at once."""
     allowed_hosts: tuple[str, ...] = ()
     """Extra Host header names accepted when bound to loopback (DNS rebinding guard)."""
+    body_timeout_s: float = 10.0
+    """A request body must arrive within this long after its head, plus its length at
+    `min_body_rate` (a client that trickles a body is cut off)."""
+    min_body_rate: int = 16 * 1024
+    """Bytes a second a body may take on top of `body_timeout_s`."""
+    per_client_connections: int = 256
+    """Open connections one client address may hold (half the cap by default: one address,
+    an attacker or a crowd behind one proxy, never takes all of them)."""
+    health_reserve: int = 16
+    """Connections past the cap that still answer `/healthz` and `/readyz` (anything else
+    there is a 503 with Retry-After), so a full server still says how it is."""
+    client_rate: float = 0.0
+    """Requests a second one client address may make on average (bursts of twice that);
+    past it a 429 with Retry-After. 0: no quota."""
 
 
 def is_loopback(host: str) -> bool:
@@ -61,17 +79,24 @@ class Guard:
     (`http.disconnect` above all) through untouched, so a route still sees its client leave."""
 
     def __init__(self, app: ASGIApp, token: str | None = None, max_body_bytes: int = 64 * 1024,
-                 hosts: frozenset[str] | None = None) -> None:  # fmt: skip
+                 hosts: frozenset[str] | None = None, client_rate: float = 0.0) -> None:  # fmt: skip
         self.app = app
         self.token = token
         self.max_body_bytes = max_body_bytes
         self.hosts = hosts
+        self.quota = RateQuota(client_rate) if client_rate > 0 else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         problem = self._check(scope)
+        if problem is None and self.quota is not None and scope["path"] not in OPEN_PATHS:
+            wait_s = self.quota.take((scope.get("client") or ("", 0))[0])
+            if wait_s > 0:
+                problem = error(429, "too many requests from this address; retry after Retry-After seconds",
+                                code="rate_limit_exceeded")  # fmt: skip
+                problem.headers["Retry-After"] = str(max(1, math.ceil(wait_s)))
         if problem is not None:
             await problem(scope, receive, send)
             return
@@ -114,6 +139,30 @@ class Guard:
         return same and scheme.lower() == "bearer"
 
 
+class RateQuota:
+    """A token bucket per client address: `rate` requests a second on average, bursts of
+    twice that. `take` answers 0 (go on) or the seconds until a request would be allowed.
+    Used on the event loop only; addresses idle for a minute are forgotten."""
+
+    def __init__(self, rate: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate, self.burst, self.clock = rate, max(1.0, 2 * rate), clock
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self._swept = clock()
+
+    def take(self, client: str) -> float:
+        now = self.clock()
+        tokens, last = self._buckets.get(client, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - last) * self.rate)
+        if tokens < 1.0:
+            self._buckets[client] = (tokens, now)
+            return (1.0 - tokens) / self.rate
+        self._buckets[client] = (tokens - 1.0, now)
+        if now - self._swept > 60:
+            self._swept = now
+            self._buckets = {k: v for k, v in self._buckets.items() if now - v[1] < 60}
+        return 0.0
+
+
 def _host_name(host: str) -> str:
     host = host.strip().lower()
     if host.startswith("["):
@@ -123,19 +172,37 @@ def _host_name(host: str) -> str:
 
 class GuardedH11(H11Protocol):
     """uvicorn's HTTP/1.1 protocol, plus: a request head must arrive within the header
-    timeout (a slow-headers client is cut off), and connections past the cap are closed."""
+    timeout and its body by the body deadline (a slow client is cut off); one client
+    address holds at most its share of the connections; connections past the cap answer
+    only the health paths (the reserve), and past the reserve are closed at once."""
 
     header_timeout_s = 10.0
-    max_connections = 256
+    body_timeout_s = 10.0
+    min_body_rate = 16 * 1024
+    max_connections = 512
+    per_client_connections = 256
+    health_reserve = 16
     _head_timer: asyncio.TimerHandle | None = None
     _head_cycle: object = None
+    _body_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        if len(self.connections) > self.max_connections:
+        total = len(self.connections)
+        if total > self.max_connections + self.health_reserve or self._over_share(total):
             transport.close()
             return
+        if total > self.max_connections:
+            self.app = _HealthOnly(self.app)  # this connection is the health reserve's
         self._arm()
+
+    def _over_share(self, total: int) -> bool:
+        """This client address holds more than its share of the connections."""
+        if not self.client or total <= self.per_client_connections:
+            return False
+        host = self.client[0]
+        mine = sum(1 for c in self.connections if (getattr(c, "client", None) or ("",))[0] == host)
+        return mine > self.per_client_connections
 
     def _arm(self) -> None:
         self._disarm()
@@ -155,6 +222,21 @@ class GuardedH11(H11Protocol):
         super().data_received(data)
         if self.cycle is not self._head_cycle:  # a request head arrived
             self._disarm()
+        cycle = self.cycle
+        if cycle is not None and cycle.more_body and not self.transport.is_closing():
+            if self._body_timer is None:  # the body's deadline: from its head on
+                length = next((v for k, v in self.headers if k == b"content-length"), b"0")
+                size = int(length) if length.isdigit() else 0
+                allowed = self.body_timeout_s + size / max(1, self.min_body_rate)
+                self._body_timer = self.loop.call_later(allowed, self._body_timeout, cycle)
+        elif self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
+
+    def _body_timeout(self, cycle: Any) -> None:
+        self._body_timer = None
+        if self.cycle is cycle and cycle.more_body:  # still trickling: the route sees a hang-up
+            self.transport.close()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -163,15 +245,39 @@ class GuardedH11(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
         super().connection_lost(exc)
+
+
+class _HealthOnly:
+    """The app as a connection in the health reserve sees it: the health paths answered,
+    anything else a 503 with Retry-After."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        response = error(503, "the server's connections are all in use; retry after Retry-After seconds",
+                         code="overloaded")  # fmt: skip
+        response.headers["Retry-After"] = "1"
+        response.headers["Connection"] = "close"
+        await response(scope, receive, send)
 
 
 def uvicorn_config(app: ASGIApp, host: str, port: int, limits: ServerLimits, **extra: Any) -> uvicorn.Config:
     """uvicorn's settings for a server that holds against slow, many or greedy clients."""
-    protocol = type("Guarded", (GuardedH11,), {"header_timeout_s": limits.header_timeout_s,
-                                                "max_connections": limits.max_connections})  # fmt: skip
+    protocol = type("Guarded", (GuardedH11,), {
+        "header_timeout_s": limits.header_timeout_s, "body_timeout_s": limits.body_timeout_s,
+        "min_body_rate": limits.min_body_rate, "max_connections": limits.max_connections,
+        "per_client_connections": limits.per_client_connections, "health_reserve": limits.health_reserve,
+    })  # fmt: skip
     return uvicorn.Config(app, host=host, port=port, http=protocol, timeout_keep_alive=limits.keep_alive_s,
-                          limit_concurrency=limits.max_connections + 64,
+                          limit_concurrency=limits.max_connections + limits.health_reserve + 64,
                           h11_max_incomplete_event_size=16 * 1024, **extra)  # fmt: skip
 
 

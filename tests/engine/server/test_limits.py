@@ -4,6 +4,7 @@ error shape, and the metrics port behind the token on loopback."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -93,7 +94,8 @@ def test_slow_headers_are_cut_off(guarded: LiveServer) -> None:
 
 def test_connections_past_the_cap_are_closed_at_once() -> None:
     service = SpeechService(SpeechSettings(neural=False))
-    server, thread, url = _start(service, None, ServerLimits(header_timeout_s=600, max_connections=4))
+    limits = ServerLimits(header_timeout_s=600, max_connections=4, health_reserve=0)
+    server, thread, url = _start(service, None, limits)
     port = int(url.rsplit(":", 1)[1])
     crowd = [socket.create_connection(("127.0.0.1", port)) for _ in range(6)]
     try:
@@ -216,3 +218,92 @@ def test_metrics_port_binds_loopback_and_wants_the_token() -> None:
     env = {k: v for k, v in os.environ.items() if k != "TROUPE_TOKEN"}
     refused = subprocess.run(open_metrics, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and "binding 0.0.0.0 (beyond loopback) needs --token" in refused.stderr
+
+
+@contextlib.contextmanager
+def _server(limits: ServerLimits) -> Iterator[tuple[str, int]]:
+    service = SpeechService(SpeechSettings(neural=False))
+    server, thread, url = _start(service, None, limits)
+    try:
+        yield url, int(url.rsplit(":", 1)[1])
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        service.close()
+
+
+def _ask(sock: socket.socket, path: str) -> bytes:
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+    sock.settimeout(20)
+    return sock.recv(4096)
+
+
+def test_a_trickled_body_is_cut_off_at_its_deadline() -> None:
+    """The slow-body attack: a promised 60,000-byte body sent a byte at a time."""
+    with _server(ServerLimits(body_timeout_s=0.5, min_body_rate=1 << 20)) as (url, port):
+        s = socket.create_connection(("127.0.0.1", port))
+        s.sendall(b"POST /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 60000\r\n\r\n{")  # fmt: skip
+        t0 = time.monotonic()
+        s.settimeout(20)
+        try:
+            while s.recv(4096):
+                pass
+        except ConnectionResetError:
+            pass
+        assert time.monotonic() - t0 < 5  # 0.5 s + 60 KB at 1 MiB/s, not the 20 s wait
+        s.close()
+        assert httpx.get(f"{url}/healthz").status_code == 200
+
+
+def test_a_full_server_still_answers_health_from_its_reserve() -> None:
+    limits = ServerLimits(
+        header_timeout_s=600, max_connections=3, health_reserve=2, per_client_connections=100
+    )
+    with _server(limits) as (_url, port):
+        crowd = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
+        try:
+            time.sleep(0.2)
+            reserve = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]
+            time.sleep(0.2)
+            past = socket.create_connection(("127.0.0.1", port))
+            past.settimeout(20)
+            assert past.recv(1024) == b""  # past the reserve: closed at once
+            assert _ask(reserve[0], "/healthz").startswith(b"HTTP/1.1 200")
+            assert _ask(reserve[0], "/readyz").startswith(b"HTTP/1.1 ")
+            answer = _ask(reserve[1], "/v1/roles")
+            assert answer.startswith(b"HTTP/1.1 503") and b"retry-after: 1" in answer.lower()
+            for c in (*reserve, past):
+                c.close()
+        finally:
+            for c in crowd:
+                c.close()
+
+
+def test_one_address_holds_only_its_share() -> None:
+    limits = ServerLimits(header_timeout_s=600, max_connections=8, per_client_connections=3)
+    with _server(limits) as (_url, port):
+        mine = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
+        try:
+            time.sleep(0.2)
+            fourth = socket.create_connection(("127.0.0.1", port))
+            fourth.settimeout(20)
+            assert fourth.recv(1024) == b""
+            other = socket.create_connection(("127.0.0.1", port), source_address=("127.0.0.2", 0))
+            assert _ask(other, "/healthz").startswith(b"HTTP/1.1 200")  # another address gets in
+            assert _ask(mine[0], "/healthz").startswith(b"HTTP/1.1 200")
+            fourth.close()
+            other.close()
+        finally:
+            for c in mine:
+                c.close()
+
+
+def test_a_request_rate_quota_answers_429_with_retry_after() -> None:
+    with _server(ServerLimits(client_rate=2.0)) as (url, _port), httpx.Client() as client:
+        codes = [client.get(f"{url}/v1/roles").status_code for _ in range(8)]
+        assert codes[:4] == [200] * 4 and 429 in codes  # a burst of twice the rate, then the quota
+        r = client.get(f"{url}/v1/roles")
+        if r.status_code == 429:
+            assert int(r.headers["Retry-After"]) >= 1 and r.json()["error"]["code"] == "rate_limit_exceeded"
+        assert all(client.get(f"{url}/healthz").status_code == 200 for _ in range(10))  # never limited
