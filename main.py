@@ -36,6 +36,15 @@ def _import_options(args: argparse.Namespace, saved=None):  # type: ignore[no-un
     return ImportOptions(encoding, chosen)
 
 
+def _tell_guess(script) -> None:  # type: ignore[no-untyped-def]
+    """A guessed encoding is said before anything is voiced (the window shows its report)."""
+    facts = script.facts
+    if facts.how == "guessed":
+        print(f"troupe: {script.path}: not UTF-8; read as {facts.encoding} (a guess, confidence "
+              f"{facts.confidence:.0%}): {facts.first_line[:70]!r}; --encoding to choose another",
+              file=sys.stderr)  # fmt: skip
+
+
 def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from engine.cast import Cast
     from engine.project import read_project, use_voicing
@@ -51,6 +60,7 @@ def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         keep, edits, saved = project.cast.voices, project.edits, project.import_options
         script_path = args.script or project.script
     script = load_script(script_path, _import_options(args, saved))
+    _tell_guess(script)
     natural = _natural_voices() if getattr(args, "voices", "auto") == "auto" else []
     return script, Cast.auto(script, keep, natural=natural), edits
 
@@ -261,9 +271,11 @@ def cmd_play(args: argparse.Namespace) -> int:
     )
     engine = Engine(settings)
     try:
-        script = engine.load(args.script or DEMO, options=_import_options(args))
-        if args.project:
-            script = engine.open_project(args.project)
+        chosen = _import_options(args)
+        script = engine.load(args.script or DEMO, options=chosen)
+        if args.project:  # --encoding/--styles over what the project saved
+            script = engine.open_project(args.project, chosen if chosen.to_dict() else None)
+        _tell_guess(script)
         engine.open_output()
         engine.play()
         print(f"playing {script.title!r}: {len(script.cues)} lines, {len(script.roles)} roles")

@@ -86,7 +86,8 @@ class ImportDialog(QDialog):
     def _show(self, script: Script) -> None:
         self.text.setPlainText(report_text(script))
         facts = script.facts
-        self.encoding.setCurrentText(facts.encoding if facts.how in ("guessed", "chosen") else AUTOMATIC)
+        # a guess stays "automatic" (the report shows it): only a choice is kept as one
+        self.encoding.setCurrentText(facts.encoding if facts.how == "chosen" else AUTOMATIC)
         self._list_styles(facts.styles)
         self.error.clear()
         self.go.setEnabled(True)

@@ -590,13 +590,14 @@ class Engine:
 
         return self.submit(save)
 
-    def open_project(self, path: str | Path) -> Script:
-        return wait(self.begin_open_project(path))
+    def open_project(self, path: str | Path, options: ImportOptions | None = None) -> Script:
+        return wait(self.begin_open_project(path, options))
 
-    def begin_open_project(self, path: str | Path) -> Future[Script]:
-        """`open_project` without waiting (files read here; errors raised at once)."""
+    def begin_open_project(self, path: str | Path, options: ImportOptions | None = None) -> Future[Script]:
+        """`open_project` without waiting (files read here; errors raised at once);
+        `options` over the import choices the project saved."""
         project = read_project(path)
-        script = load_script(project.script, project.import_options)
+        script = load_script(project.script, options or project.import_options)
 
         def swap() -> Script:
             self._install(

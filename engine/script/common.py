@@ -92,8 +92,9 @@ def _decode(path: Path, raw: bytes, encoding: str | None) -> Decoded:
             raise ScriptError(
                 path, f"bytes {bad} are not valid {encoding}; choose another encoding", line
             ) from exc
-        except LookupError:
-            raise ScriptError(path, f"unknown encoding {encoding!r}; expected e.g. utf-8, cp1252") from None
+        except (LookupError, UnicodeError):  # not a text codec, or one that refuses these bytes
+            why = f"the file cannot be read as {encoding!r}; choose another encoding"
+            raise ScriptError(path, why) from None
     for bom, codec in _BOMS:
         if raw.startswith(bom):
             try:
@@ -105,12 +106,16 @@ def _decode(path: Path, raw: bytes, encoding: str | None) -> Decoded:
                     f"the file is marked {what} but bytes {exc.start + len(bom)}-"
                     f"{exc.end + len(bom)} are not valid {what}; save the script as UTF-8",
                 ) from exc
+    marked = raw.startswith(b"\xef\xbb\xbf")
     try:
-        how = "bom" if raw.startswith(b"\xef\xbb\xbf") else "utf-8"
-        return Decoded(raw.decode("utf-8-sig"), "utf-8", 1.0, how)
+        return Decoded(raw.decode("utf-8-sig"), "utf-8", 1.0, "bom" if marked else "utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         bad = raw[exc.start : exc.end].hex(" ")
+        if marked:  # a UTF-8 mark on bytes that are not: as for UTF-16/32, say so
+            why = f"the file is marked UTF-8 but bytes {bad} are not valid UTF-8"
+            todo = "save it as UTF-8 or choose its encoding (--encoding)"
+            raise ScriptError(path, f"{why}; {todo}", line) from exc
         guess = _guess(raw)
         if guess is None:
             raise ScriptError(

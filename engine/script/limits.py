@@ -70,14 +70,21 @@ def split_long(text: str, limit: int = MAX_LINE_CHARS) -> list[str]:
     if len(text) <= limit:
         return [text]
     pieces: list[str] = []
+    current: list[str] = []  # the piece being filled, joined once it is full
+    size = 0
     for sentence in _cut(text, _SENTENCE):
         parts = [sentence] if len(sentence) <= limit else _fine(sentence, limit)
         for part in parts:
-            sep = "" if pieces and pieces[-1].endswith(_NO_SPACE_AFTER) else " "
-            if pieces and len(pieces[-1]) + len(sep) + len(part) <= limit:
-                pieces[-1] = f"{pieces[-1]}{sep}{part}"
+            sep = "" if current and current[-1].endswith(_NO_SPACE_AFTER) else " "
+            if current and size + len(sep) + len(part) <= limit:
+                current += [sep, part]
+                size += len(sep) + len(part)
             else:
-                pieces.append(part)
+                if current:
+                    pieces.append("".join(current))
+                current, size = [part], len(part)
+    if current:
+        pieces.append("".join(current))
     return pieces
 
 

@@ -51,7 +51,10 @@ class ImportOptions:
 def check_encoding(name: str) -> str:
     """The codec's canonical name, or a `CastError` naming a few that exist."""
     try:
-        return codecs.lookup(name).name
+        info = codecs.lookup(name)
+        if not getattr(info, "_is_text_encoding", True) or info.name in ("idna", "punycode"):
+            raise LookupError(name)  # bytes-to-bytes codecs (base64, zlib) and host-name codecs
+        return info.name
     except LookupError:
         raise CastError(
             f"unknown encoding {name!r}; expected a codec name such as utf-8, cp1252, latin-1, "

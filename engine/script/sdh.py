@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-def _set(words: str) -> frozenset[str]:
+def word_set(words: str) -> frozenset[str]:
+    """The words of a space-separated list, as a set."""
     return frozenset(words.split())
 
 
-SOUND_WORDS = _set(
+SOUND_WORDS = word_set(
     # English: sounds, their sources, how something is said
     "LAUGHS LAUGHING LAUGHTER SIGHS SIGHING GASPS GASPING SCREAMS SCREAMING CRIES CRYING SOBS "
     "SOBBING CHUCKLES CHUCKLING GIGGLES GIGGLING GROANS GROANING GRUNTS GRUNTING COUGHS COUGHING "
@@ -50,7 +51,7 @@ SOUND_WORDS = _set(
 )
 """Words that make a bracketed or labelled piece a sound description, never a speaker."""
 
-SIGN_WORDS = _set(
+SIGN_WORDS = word_set(
     "WARNING CAUTION DANGER NOTICE ATTENTION EXIT SIGN CLOSED OPEN NOTE TEXT CAPTION SUBTITLE "
     "HEADLINE NEWS MESSAGE EMAIL SCREEN LETTER CHAPTER EPISODE TITLE BANNER PLACARD POSTER "
     "ADVERTENCIA PELIGRO AVISO ATENCIÓN SALIDA CERRADO ABIERTO CARTEL MENSAJE TÍTULO "
@@ -59,7 +60,7 @@ SIGN_WORDS = _set(
 )
 """'WARNING: do not enter.': words that, as a label, mark text on screen, not a speaker."""
 
-PERSON_WORDS = _set(
+PERSON_WORDS = word_set(
     "man woman boy girl child kid baby guy lady men women boys girls children kids people "
     "announcer narrator reporter officer policeman policewoman cop doctor nurse guard soldier "
     "driver waiter waitress operator teacher priest pilot captain stranger voice voices crowd "
@@ -73,7 +74,7 @@ PERSON_WORDS = _set(
 )
 """'[man]', '[mujer]': a lower-case person word in a label names a speaker."""
 
-QUALIFIERS = _set(
+QUALIFIERS = word_set(
     "young old little older younger elder teen teenage adult small big other second first "
     "joven viejo vieja pequeño pequeña mayor otro otra "
     "jeune vieux vieille petit petite autre "
@@ -81,7 +82,7 @@ QUALIFIERS = _set(
 )
 """'[young Alba]', '[old man]': words that qualify a speaker without changing who it is."""
 
-_TITLES = _set("MR MRS MS MISS DR SIR LADY LORD SR SRA SRTA DON DOÑA M MME MLLE HERR FRAU")
+_TITLES = word_set("MR MRS MS MISS DR SIR LADY LORD SR SRA SRTA DON DOÑA M MME MLLE HERR FRAU")
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,8 @@ def read_label(label: str) -> LabelReading:
         return LabelReading("speaker", " ".join(raw), "", f"'{lowered[-1]}' is a person word")
     if len(words) >= 2 and words[0] not in _TITLES and _verb_form(words[-1]) and not label.istitle():
         return LabelReading("sound", why=f"'{words[-1].lower()}' reads as a verb")
+    if len(words) == 1 and label.strip().isupper() and words[0].endswith("ING") and len(words[0]) > 5:
+        return LabelReading("sound", why=f"'{words[0].lower()}' reads as a verb")
     return LabelReading("speaker", label.strip())
 
 

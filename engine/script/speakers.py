@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from engine.script.common import TAG, normalise_role, split_extension
-from engine.script.sdh import LabelReading, read_label, sound_word
+from engine.script.sdh import LabelReading, read_label, sound_word, word_set
 
 _VOICE = re.compile(r"<v(?:\.[^\s>]{0,40})?\s{1,4}([^<>]{1,60})>|</v\s*>")
 _BRACES = re.compile(r"\{[^{}]*\}")
@@ -30,6 +30,12 @@ _LABEL = re.compile(r"^([^\s:：][^:：]{0,40}?)\s*(?::\s+|：\s*)(?=\S)")
 _ALONE = re.compile(r"^([^\s:：\[\]][^:：\[\]]{0,40}?)\s*[:：]$")
 _DESCRIPTION = re.compile(r"\[[^\[\]]{0,80}\]|\([^()]{0,80}\)|（[^（）]{0,80}）|#[^#\n]{1,40}#")
 _WORD_AFTER = re.compile(r"\s*[^\W\d_]")
+_NOT_NAME_WORDS = word_set(
+    "A AN THE AND OR BUT IS ARE WAS WERE BE I YOU HE SHE IT WE THEY THIS THAT THESE THOSE TO OF IN "
+    "ON AT FOR WITH MY YOUR HIS HER OUR THEIR NOT NO SO IF THEN HERE THERE WHAT WHO HOW WHY"
+)
+"""Words of a sentence, never of a speaker label alone on its line ('AND THE WINNER IS:')."""
+_NOT_ASIDE_FIRST = word_set("in on at to into onto over under from with without by via through")
 _SPEAKER_ID = re.compile(r"^SPEAKER[_ ]?\d{1,3}$", re.IGNORECASE)
 _MUSIC = ("♪", "♫", "♬", "#")
 
@@ -126,8 +132,10 @@ def _label(line: str, trusted: set[str] | None, guesses: list[str]) -> _Label:
     if line.startswith("("):
         end = line.find(")")
         body, rest = line[1:end].strip(), line[end + 1 :].strip()
-        if 0 < end <= 40 and rest and _paren_speaker(body):
-            guesses.append(f"'({body})' read as speaker {normalise_role(body)} (a name in parentheses)")
+        if 0 < end <= 40 and rest and _paren_speaker(body) and _known(body, trusted):
+            guesses.append(
+                f"'({body})' read as speaker {normalise_role(body)} (a label of the file, in parentheses)"
+            )
             return _Label(body, rest, marker)
     m = _LABEL.match(line[:100])  # a label is short: never scan a long line's whitespace
     if m and _colon_label_ok(m.group(1).strip(), trusted):
@@ -182,7 +190,9 @@ def _alone(line: str, trusted: set[str] | None, guesses: list[str]) -> _Label | 
     m = _ALONE.match(body[:60])
     if m and _colon_label_ok(m.group(1).strip(), trusted) and read_label(m.group(1)).kind == "speaker":
         name, ext = split_extension(m.group(1).strip())
-        return _Label(name, "", marker, list(ext))
+        words = name.upper().split()
+        if _known(name, trusted) or (len(words) <= 2 and not set(words) & _NOT_NAME_WORDS):
+            return _Label(name, "", marker, list(ext))
     return None
 
 
@@ -199,15 +209,38 @@ def _colon_label_ok(label: str, trusted: set[str] | None) -> bool:
     return trusted is None or normalise_role(name) in trusted
 
 
-def trusted_labels(raw_texts: list[str]) -> set[str]:
-    """Mixed-case 'Name:' labels that open a line at least twice in the whole file."""
+class Labels(set[str]):
+    """The file's mixed-case 'Name:' labels that open a line at least twice (the set), and
+    `known`: every name the file uses as a label before words ('NAME: ...', '[Name] ...',
+    `<v Name>`), which a label alone on its line or a name in parentheses must be."""
+
+    known: frozenset[str] = frozenset()
+
+
+def trusted_labels(raw_texts: list[str]) -> Labels:
+    """The file's labels (see `Labels`), one pass over every cue."""
     counts: Counter[str] = Counter()
+    known: set[str] = set()
     for raw in raw_texts:
+        known.update(normalise_role(m.group(1)) for m in _VOICE.finditer(raw) if m.group(1))
         for line in clean_text(raw).split("\n"):
-            m = _LABEL.match(line.strip().lstrip(">-–— ")[:100])
+            line = line.strip().lstrip(">-–— ")
+            if line.startswith("["):
+                end = line.find("]")
+                if 0 < end <= 60 and line[end + 1 :].strip() and _is_name(line[1:end]):
+                    known.add(normalise_role(line[1:end]))
+            m = _LABEL.match(line[:100])
             if m and _is_name(m.group(1).strip()):
                 counts[normalise_role(m.group(1))] += 1
-    return {name for name, n in counts.items() if n >= 2}
+                known.add(normalise_role(m.group(1)))
+    labels = Labels(name for name, n in counts.items() if n >= 2)
+    labels.known = frozenset(known)
+    return labels
+
+
+def _known(name: str, trusted: set[str] | None) -> bool:
+    """`name` is a label the file uses elsewhere (None: accept any)."""
+    return trusted is None or normalise_role(name) in getattr(trusted, "known", trusted)
 
 
 def _descriptions(text: str, found: list[str], hints: list[str]) -> str:
@@ -232,11 +265,15 @@ def _descriptions(text: str, found: list[str], hints: list[str]) -> str:
 
 
 def _aside(body: str, text: str, after: int) -> bool:
+    """'I was (fully) aware': a few lower-case words inside a sentence, not a description
+    ('(sniffing)', '(in Spanish)', '(sighs)')."""
     words = body.split()
     return (
         0 < len(words) <= 4
         and body[:1].islower()
         and not sound_word(body)
+        and words[0] not in _NOT_ASIDE_FIRST
+        and not any(w.endswith(("ing", "s")) and len(w) > 4 for w in words)
         and _WORD_AFTER.match(text, after) is not None
     )
 
@@ -282,11 +319,15 @@ def _lines_to_turns(voice: str | None, text: str, reading: CueReading, trusted: 
             turns.append(Turn(name or voice, [words], hints, new_turn=new))
 
 
-def read_cue(raw: str, trusted: set[str] | None = None, pending: str | None = None) -> CueReading:
+def read_cue(
+    raw: str, trusted: set[str] | None = None, pending: tuple[str, list[str]] | None = None
+) -> CueReading:
     """Turns and non-spoken descriptions of one cue's raw text (tags and all); `trusted`:
-    the file's repeated mixed-case labels (`trusted_labels`), None to accept any;
-    `pending`: a label the previous cue left alone on its last line."""
-    reading = CueReading([], [], pending=pending)
+    the file's labels (`trusted_labels`), None to accept any; `pending`: a label (and its
+    hints) the previous cue left alone on its last line."""
+    reading = CueReading([], [])
+    if pending is not None:
+        reading.pending, reading.pending_hints = pending[0], list(pending[1])
     for voice, segment in _voice_segments(raw):
         _lines_to_turns(voice, clean_text(segment), reading, trusted)
     return reading

@@ -133,7 +133,7 @@ def _read_timed(path: Path, text: str, fmt: str) -> _Loaded:
             continue
         if skipping:
             continue
-        if fmt == "vtt" and at_start and line.split(" ", 1)[0] in ("NOTE", "STYLE", "REGION"):
+        if fmt == "vtt" and at_start and (line.split(None, 1) or [""])[0] in ("NOTE", "STYLE", "REGION"):
             skipping = True
             continue
         m = timing.match(line)
@@ -170,6 +170,8 @@ def _read_timed(path: Path, text: str, fmt: str) -> _Loaded:
         at_start = False
         if fmt == "sbv":
             line = line.replace("[br]", "\n").replace("[BR]", "\n")
+        if not parts:
+            current.text_offset = n + 1 - current.line  # where the words start
         parts.append(_INLINE_TIME.sub("", line))  # word timings are not words
     close()
     return out
@@ -297,6 +299,8 @@ def _classify_styles(events: list[_Event], chosen: frozenset[str] | None) -> tup
             is_dialogue, reason = name.casefold() in chosen_keys, "chosen"
         elif karaoke * 2 > n:
             is_dialogue, reason = False, f"karaoke ({karaoke} of {n} lines)"
+        elif named * 2 > n:
+            is_dialogue, reason = True, f"speaker names ({named} of {n} lines)"
         elif words & _DIALOGUE_STYLE_WORDS:
             is_dialogue, reason = True, "its name"
         elif words & _NOT_SPEECH_STYLE_WORDS:
@@ -314,16 +318,19 @@ def _classify_styles(events: list[_Event], chosen: frozenset[str] | None) -> tup
 def _ass_bad_line(text: str) -> int | None:
     """The first event line pysubs2 cannot read: too few fields or a bad timestamp."""
     stamp = re.compile(r"^\s*\d{1,2}:\d{1,2}:\d{1,2}(?:[.:]\d{1,3})?\s*$")
-    fields = 10
+    names = ["layer", "start", "end", "style", "name", "marginl", "marginr", "marginv", "effect", "text"]
     for n, raw in enumerate(text.split("\n"), start=1):
         line = raw.strip()
         if line.lower().startswith("format:") and "text" in line.lower():
-            fields = len(line.split(":", 1)[1].split(","))
+            names = [f.strip().lower() for f in line.split(":", 1)[1].split(",")]
         if not line.startswith(("Dialogue:", "Comment:")):
             continue
-        parts = line.split(":", 1)[1].split(",", fields - 1)
-        if len(parts) < fields or not (stamp.match(parts[1]) and stamp.match(parts[2])):
+        parts = line.split(":", 1)[1].split(",", max(0, len(names) - 1))
+        if len(parts) < len(names):
             return n
+        for key in ("start", "end"):
+            if key in names and not stamp.match(parts[names.index(key)]):
+                return n
     return None
 
 
@@ -360,7 +367,7 @@ def parse_subtitles(path: Path, text: str, fmt: str, styles: frozenset[str] | No
     sticky = any(">>" in ev.text for ev in events)
     state = _Speakers(sticky)
     trusted = trusted_labels([ev.text for ev in events])
-    pending: str | None = None
+    pending: tuple[str, list[str]] | None = None
     for ev in events:
         if ev.end_s < ev.start_s:
             raise ScriptError(
@@ -374,7 +381,7 @@ def parse_subtitles(path: Path, text: str, fmt: str, styles: frozenset[str] | No
                          f"{clean_text(ev.text).strip()[:50]!r}", "zero length")  # fmt: skip
             continue
         reading = read_cue(ev.text, trusted, pending)
-        pending = reading.pending
+        pending = (reading.pending, reading.pending_hints) if reading.pending else None
         for found in reading.descriptions:
             builder.annotate(found, line, ev.start_s, ev.end_s)
         for guess in reading.guesses:

@@ -55,6 +55,9 @@ class ServerLimits:
     client_rate: float = 0.0
     """Requests a second one client address may make on average (bursts of twice that);
     past it a 429 with Retry-After. 0: no quota."""
+    evict_idle: bool = True
+    """At the cap, a new connection closes the one that has waited longest without giving
+    work (no request head, or a body still trickling), instead of being refused."""
 
 
 def is_loopback(host: str) -> bool:
@@ -182,19 +185,49 @@ class GuardedH11(H11Protocol):
     max_connections = 512
     per_client_connections = 256
     health_reserve = 16
+    evict_idle = True
     _head_timer: asyncio.TimerHandle | None = None
     _head_cycle: object = None
     _body_timer: asyncio.TimerHandle | None = None
+    _waiting_since = 0.0
+    """Since when this connection has given the server no work (connected, or its last
+    response finished, or its body started arriving)."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self._waiting_since = self.loop.time()
         total = len(self.connections)
-        if total > self.max_connections + self.health_reserve or self._over_share(total):
+        if self._over_share(total):
+            transport.close()
+            return
+        if total > self.max_connections and self.evict_idle and self._evict():
+            total -= 1
+        if total > self.max_connections + self.health_reserve:
             transport.close()
             return
         if total > self.max_connections:
             self.app = _HealthOnly(self.app)  # this connection is the health reserve's
         self._arm()
+
+    def _unproductive(self) -> bool:
+        """Holding a connection without giving the server work: no request head yet (idle,
+        or between requests), or a body still trickling in."""
+        cycle = self.cycle
+        return cycle is None or cycle.response_complete or bool(cycle.more_body)
+
+    def _evict(self) -> bool:
+        """At the cap: close the connection that has waited longest without giving work
+        (a slow-body or idle-socket attack gives way to the client that just arrived; a
+        request being voiced or answered is never touched). False if there is none."""
+        now = self.loop.time()
+        victims = [c for c in self.connections if c is not self and isinstance(c, GuardedH11)
+                   and c._unproductive() and now - c._waiting_since > 0.5]  # fmt: skip
+        if not victims:
+            return False
+        oldest = min(victims, key=lambda c: c._waiting_since)
+        oldest.transport.close()
+        self.connections.discard(oldest)  # counted out now; connection_lost follows
+        return True
 
     def _over_share(self, total: int) -> bool:
         """This client address holds more than its share of the connections."""
@@ -240,6 +273,7 @@ class GuardedH11(H11Protocol):
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
+        self._waiting_since = self.loop.time()
         if not self.transport.is_closing():
             self._arm()  # the next request's head is due within the timeout too
 
@@ -275,6 +309,7 @@ def uvicorn_config(app: ASGIApp, host: str, port: int, limits: ServerLimits, **e
         "header_timeout_s": limits.header_timeout_s, "body_timeout_s": limits.body_timeout_s,
         "min_body_rate": limits.min_body_rate, "max_connections": limits.max_connections,
         "per_client_connections": limits.per_client_connections, "health_reserve": limits.health_reserve,
+        "evict_idle": limits.evict_idle,
     })  # fmt: skip
     return uvicorn.Config(app, host=host, port=port, http=protocol, timeout_keep_alive=limits.keep_alive_s,
                           limit_concurrency=limits.max_connections + limits.health_reserve + 64,

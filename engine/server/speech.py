@@ -456,13 +456,14 @@ def _settle(f: Future[Mono], result: Mono | None, exc: BaseException | None) -> 
         pass  # cancelled meanwhile: nobody wants it
 
 
-RATE_REACH = {"kokoro": (1.0, 1.0), "espeak": (0.25, 1.0), "piper": (0.25, 4.0)}
+RATE_REACH = {"kokoro": (1.0, 1.0), "piper": (1.0, 1.0), "espeak": (0.25, 1.0)}
 """How far each backend's own rate carries a speed before the time-stretch takes over, as
-multiples of the voice's rate (then within the rate limits). Measured by whisper tiny.en
-on two lines a speed (benchmarks/bench_speed_range.py): Kokoro's own speed mumbles past
-1.5x and drags at 0.25x (WER 0.77-0.91) where its audio stretched stays clear (0.10-0.15 at
-0.25-2x); espeak-ng fast by its rate is unintelligible (0.73 at 2x; stretched 0.54), slow
-by its rate clearer; Piper's length scale holds across the range."""
+multiples of the voice's rate (then within the rate limits). From
+benchmarks/bench_speed_range.py (whisper tiny.en, median of four lines): Kokoro's own
+speed mumbles at 2x (WER 0.62) where its audio stretched stays clear (0.05); Piper's length
+scale is not proportional (asked 2x, its line is 1.32x as long as it should be; 4x: 1.48x),
+so its audio is stretched to the exact length; espeak-ng is clearer slow by its rate, and
+fast by its rate no clearer than stretched (2x: WER 1.0 against 0.8)."""
 
 
 def speed_parts(voice: Voice, speed: float) -> tuple[Voice, float]:

@@ -52,7 +52,11 @@ def test_a_guessed_encoding_can_be_changed(qtbot, engine: Engine, make_window) -
     assert w.open_script(SUBS / "pysrt_windows-1252.srt")
     dialog = w.import_dialog
     assert isinstance(dialog, ImportDialog)
-    assert dialog.encoding.currentText() == "cp1252" and "ÉVÉNEMENTS" in dialog.text.toPlainText()
+    assert dialog.encoding.currentText() == AUTOMATIC  # a guess is not a choice (nor saved as one)
+    assert (
+        "cp1252 (guessed, confidence" in dialog.text.toPlainText()
+        and "ÉVÉNEMENTS" in dialog.text.toPlainText()
+    )
     dialog.encoding.setCurrentText("utf-8")
     assert not dialog.reread() and "not valid utf-8" in dialog.error.text() and not dialog.go.isEnabled()
     dialog.encoding.setCurrentText("klingon")
@@ -62,7 +66,7 @@ def test_a_guessed_encoding_can_be_changed(qtbot, engine: Engine, make_window) -
     dialog.accept()
     qtbot.waitUntil(lambda: w.pending.idle and engine.script is not None)
     assert engine.script is not None and engine.script.facts.encoding == "latin-1"
-    assert AUTOMATIC != "latin-1"
+    assert engine.script.facts.how == "chosen"
 
 
 def test_cancel_voices_nothing(qtbot, engine: Engine, make_window) -> None:

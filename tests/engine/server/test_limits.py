@@ -94,7 +94,7 @@ def test_slow_headers_are_cut_off(guarded: LiveServer) -> None:
 
 def test_connections_past_the_cap_are_closed_at_once() -> None:
     service = SpeechService(SpeechSettings(neural=False))
-    limits = ServerLimits(header_timeout_s=600, max_connections=4, health_reserve=0)
+    limits = ServerLimits(header_timeout_s=600, max_connections=4, health_reserve=0, evict_idle=False)
     server, thread, url = _start(service, None, limits)
     port = int(url.rsplit(":", 1)[1])
     crowd = [socket.create_connection(("127.0.0.1", port)) for _ in range(6)]
@@ -281,7 +281,7 @@ def test_a_full_server_still_answers_health_from_its_reserve() -> None:
 
 
 def test_one_address_holds_only_its_share() -> None:
-    limits = ServerLimits(header_timeout_s=600, max_connections=8, per_client_connections=3)
+    limits = ServerLimits(header_timeout_s=600, max_connections=8, per_client_connections=3, evict_idle=False)
     with _server(limits) as (_url, port):
         mine = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
         try:
@@ -307,3 +307,26 @@ def test_a_request_rate_quota_answers_429_with_retry_after() -> None:
         if r.status_code == 429:
             assert int(r.headers["Retry-After"]) >= 1 and r.json()["error"]["code"] == "rate_limit_exceeded"
         assert all(client.get(f"{url}/healthz").status_code == 200 for _ in range(10))  # never limited
+
+
+def test_at_the_cap_a_new_client_evicts_the_longest_idle_connection() -> None:
+    """Idle sockets hold every connection; a client that arrives is served, the socket
+    that waited longest without sending a request is the one closed."""
+    limits = ServerLimits(header_timeout_s=600, max_connections=4, health_reserve=0)
+    with _server(limits) as (url, port):
+        idle = [
+            socket.create_connection(("127.0.0.1", port), source_address=("127.0.0.2", 0)) for _ in range(4)
+        ]
+        try:
+            time.sleep(1.0)  # all four have waited past the eviction age
+            r = httpx.get(f"{url}/v1/roles", timeout=20)  # a new connection, a real request
+            assert r.status_code == 200
+            closed = 0
+            for c in idle:  # one idle socket made room (the oldest, in the server's order)
+                c.settimeout(0.5)
+                with contextlib.suppress(TimeoutError):
+                    closed += c.recv(1024) == b""
+            assert closed == 1
+        finally:
+            for c in idle:
+                c.close()
