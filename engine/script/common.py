@@ -107,11 +107,12 @@ def _decode(path: Path, raw: bytes, encoding: str | None) -> Decoded:
                     f"{exc.end + len(bom)} are not valid {what}; save the script as UTF-8",
                 ) from exc
     marked = raw.startswith(b"\xef\xbb\xbf")
+    body = raw[3:] if marked else raw
     try:
-        return Decoded(raw.decode("utf-8-sig"), "utf-8", 1.0, "bom" if marked else "utf-8")
+        return Decoded(body.decode("utf-8"), "utf-8", 1.0, "bom" if marked else "utf-8")
     except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        bad = raw[exc.start : exc.end].hex(" ")
+        line = body.count(b"\n", 0, exc.start) + 1
+        bad = body[exc.start : exc.end].hex(" ")
         if marked:  # a UTF-8 mark on bytes that are not: as for UTF-16/32, say so
             why = f"the file is marked UTF-8 but bytes {bad} are not valid UTF-8"
             todo = "save it as UTF-8 or choose its encoding (--encoding)"

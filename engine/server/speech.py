@@ -333,9 +333,11 @@ class SpeechService:
                 _settle(outer, None, f.exception())
             elif not outer.cancelled():
                 try:
-                    self._stretcher.submit(stretch, f.result())
+                    job = self._stretcher.submit(stretch, f.result())
                 except RuntimeError:  # closing: the pool takes nothing more
                     outer.cancel()
+                    return
+                job.add_done_callback(lambda j: outer.cancel() if j.cancelled() else None)  # closed
 
         inner.add_done_callback(voiced)
         return outer

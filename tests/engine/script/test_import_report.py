@@ -138,7 +138,7 @@ def test_ass_events_are_classified_and_reported(tmp_path: Path) -> None:
         "Default": (3, True, "its name"),
         "Title1": (1, False, "its name ('title')"),
         "Place": (2, False, "placed on screen (2 of 2 lines): signs"),
-        "Flashback": (1, True, "its name"),
+        "Flashback": (1, True, "speaker names (1 of 1 lines)"),
     }
     skipped = sorted((n.line, n.reason) for n in s.facts.notes if n.kind == "skipped")
     other = "not a dialogue style"
@@ -170,21 +170,21 @@ def test_ass_errors_name_the_line(tmp_path: Path) -> None:
 
 def test_sdh_english_streaming_lines() -> None:
     """subby's SDH test lines: a label alone on its line, sounds in brackets and capitals,
-    songs, a speaker in parentheses, an inline label after a dash."""
+    songs, an inline label after a dash. '(Alice)' names no label the file uses elsewhere:
+    a delivery note, not a speaker (a name in parentheses counts only when it is one)."""
     s = load_script(SUBS / "subby_sdh_example_1.srt")
     assert [(c.line, c.role, c.text) for c in s.cues] == [
         (3, "RADIO ANNOUNCER", '"W" who?'),
         (26, "NARRATOR", "It's zoo time!"),
         (31, "NARRATOR", "Spooky!"),
-        (35, "JOHN", "Hmm?"),
-        (35, "ALICE", "Hello!"),
+        (35, "JOHN", "Hmm? Hello!"),
         (40, "NARRATOR", "I did on magnets this summer."),
         (45, "NARRATOR", "Boo!"),
         (45, "STUDENT", "No, thanks."),
     ]
     sounds = [a.text for a in s.annotations]
     assert "continuous gunfire" in sounds and "Kids cheering" in sounds and "ELECTRICITY ZAPS" in sounds
-    assert [n.message for n in s.facts.notes] == ["'(Alice)' read as speaker ALICE (a name in parentheses)"]
+    assert s.facts.notes == ()
 
 
 def test_sdh_spanish_sounds_signs_and_labels() -> None:
@@ -221,8 +221,51 @@ def test_sdh_english_sounds_signs_and_labels(tmp_path: Path) -> None:
 
 
 def test_a_label_alone_at_a_cue_end_names_the_next_cue(tmp_path: Path) -> None:
-    s = _load(tmp_path, "x.srt", _srt("[KAI] Listen.\n[Ann]", "I hear it."))
-    assert _said(s) == [("KAI", "Listen."), ("ANN", "I hear it.")]
+    s = _load(tmp_path, "x.srt", _srt("[KAI] Listen.\n[Ann]", "I hear it.", "[young Kai]", "Me too."))
+    assert [(c.role, c.text, c.hints) for c in s.cues] == [
+        ("KAI", "Listen.", ()), ("ANN", "I hear it.", ()), ("KAI", "Me too.", ("young",)),
+    ]  # fmt: skip
+
+
+def test_sentences_and_descriptions_are_not_labels(tmp_path: Path) -> None:
+    """What the label rules must leave alone: a shouted sentence ending in a colon, a lone
+    sound gerund, a delivery adjective in parentheses, gerund and prepositional asides."""
+    srt = _srt(
+        "AND THE WINNER IS:\nMARGARET!", "[SNIFFING]\nI'm fine.", "(Sarcastic) Oh, great.",
+        "Well, I (sniffing) think so.", "He said it (in Spanish) twice.", "[Ann] (Ann) Hi.",
+    )  # fmt: skip
+    s = _load(tmp_path, "x.srt", srt)
+    assert [(c.role, c.text) for c in s.cues] == [
+        ("NARRATOR", "AND THE WINNER IS: MARGARET!"), ("NARRATOR", "I'm fine."), ("NARRATOR", "Oh, great."),
+        ("NARRATOR", "Well, I think so."), ("NARRATOR", "He said it twice."), ("ANN", "Hi."),
+    ]  # fmt: skip
+    assert s.cues[2].hints == ("Sarcastic",)
+    assert "SNIFFING" not in s.roles and "SARCASTIC" not in s.roles
+
+
+def test_a_style_named_like_a_song_with_speaker_names_is_dialogue(tmp_path: Path) -> None:
+    ass = ASS_HEAD.replace("Style: Place,Arial,20", "Style: Ed,Arial,20") + (
+        "Dialogue: 0,0:00:01.00,0:00:02.00,Ed,Ed,0,0,0,,My name is Ed.\n"
+        "Dialogue: 0,0:00:02.00,0:00:03.00,Ed,Ed,0,0,0,,Hello.\n"
+    )
+    s = _load(tmp_path, "x.ass", ass)
+    assert _said(s) == [("ED", "My name is Ed."), ("ED", "Hello.")]
+
+
+def test_odd_encodings_and_marks_are_script_errors(tmp_path: Path) -> None:
+    f = tmp_path / "x.txt"
+    f.write_text("ALICE: Hello.\n", encoding="utf-8")
+    for codec in ("punycode", "idna", "base64"):
+        with pytest.raises(CastError, match="unknown encoding"):
+            ImportOptions(encoding=codec)
+    f.write_bytes(b"\xef\xbb\xbfALICE: Caf\xe9.\n")  # a UTF-8 mark on cp1252 bytes
+    with pytest.raises(ScriptError, match="marked UTF-8 but bytes e9"):
+        load_script(f)
+    ass = tmp_path / "y.ass"
+    ass.write_text("[Script Info]\n\n[V4+ Styles]\nFormat: Name\nStyle: Default\n\n[Events]\n"
+                   "Format: Text\nDialogue: hello\n", encoding="utf-8")  # fmt: skip
+    with pytest.raises(ScriptError):
+        load_script(ass)
 
 
 # --- strictness ------------------------------------------------------------------------
