@@ -473,7 +473,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                           allowed_hosts=tuple(args.allowed_host), body_timeout_s=args.body_timeout,
                           min_body_rate=args.min_body_rate, health_reserve=args.health_reserve,
                           per_client_connections=args.per_client_connections,
-                          client_rate=args.client_rate)  # fmt: skip
+                          client_rate=args.client_rate, evict_idle=args.evict_idle)  # fmt: skip
     settings = SpeechSettings(processes=args.processes, policy=args.policy, scripts_dir=args.scripts_dir,
                               voice_aliases=dict(args.voice_alias), max_client_roles=args.max_client_roles,
                               client_role_idle_s=args.client_role_idle, fifo_tolerance=args.fifo_tolerance,
@@ -724,6 +724,9 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--min-body-rate", type=_ranged(int, 1, 1 << 30, "bytes a second"), default=16384,
                     help="the slowest a body may arrive past --body-timeout "
                     "(default 16384 bytes/s)")  # fmt: skip
+    sv.add_argument("--evict-idle", action=argparse.BooleanOptionalAction, default=True,
+                    help="at the cap, a new connection closes the one that waited longest without "
+                    "sending work (idle, or a body trickling in) instead of being refused (default on)")  # fmt: skip
     sv.add_argument("--client-rate", type=_ranged(float, 0, 100_000, "requests a second"), default=0.0,
                     help="requests a second one client address may make (bursts of twice that; "
                     "429 past it); 0: no quota (default)")  # fmt: skip
