@@ -726,7 +726,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "(default 16384 bytes/s)")  # fmt: skip
     sv.add_argument("--evict-idle", action=argparse.BooleanOptionalAction, default=True,
                     help="at the cap, a new connection closes the one that waited longest without "
-                    "sending work (idle, or a body trickling in) instead of being refused (default on)")  # fmt: skip
+                    "sending work (idle, or a body trickling in) instead of being refused "
+                    "(default on)")  # fmt: skip
     sv.add_argument("--client-rate", type=_ranged(float, 0, 100_000, "requests a second"), default=0.0,
                     help="requests a second one client address may make (bursts of twice that; "
                     "429 past it); 0: no quota (default)")  # fmt: skip
