@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import socket
 import statistics
@@ -186,7 +187,18 @@ def main() -> None:
             "failed_attacked", "health_answered", "target_health", "ok"]  # fmt: skip
     print(table(rows, cols))
     print(table(summary, list(summary[0])))
-    print(f"wrote {save('bench_server_attack', {'rows': rows, 'summary': summary})}")
+    print(f"wrote {save('bench_server_attack', _finite({'rows': rows, 'summary': summary}))}")
+
+
+def _finite(value: Any) -> Any:
+    """inf and nan (nothing served, no spread) as null: the JSON stays JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
 
 
 if __name__ == "__main__":
