@@ -57,10 +57,14 @@ def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     if args.project:
         project = read_project(args.project)
         use_voicing(project)
-        keep, edits, saved = project.cast.voices, project.edits, project.import_options
+        keep, saved = project.cast.voices, project.import_options
         script_path = args.script or project.script
     script = load_script(script_path, _import_options(args, saved))
     _tell_guess(script)
+    if args.project:
+        edits, lost = project.edits_on(script)
+        for what in lost:
+            print(f"troupe: an edit could not be placed: {what}", file=sys.stderr)
     natural = _natural_voices() if getattr(args, "voices", "auto") == "auto" else []
     return script, Cast.auto(script, keep, natural=natural), edits
 

@@ -201,7 +201,7 @@ def save_project(
     path: str | Path,
     script_path: str,
     cast: Cast,
-    edits: Mapping[int, str] | None = None,
+    edits: Mapping[int, object] | None = None,
     extras: Mapping[str, object] | None = None,
 ) -> None:
     """Write the project file (JSON): script path, cast, line edits and the tables read with

@@ -15,7 +15,7 @@ from typing import Any
 
 from engine.cast import Cast, voice_from_dict
 from engine.core.errors import CastError
-from engine.core.types import Voice
+from engine.core.types import Script, Voice
 from engine.script import SUFFIXES
 from engine.script.limits import MAX_LINE_CHARS
 from engine.script.options import ImportOptions
@@ -46,6 +46,12 @@ class Project:
     """The `lexicon` and `delivery` tables as read, written back when the project is saved."""
     import_options: ImportOptions = field(default_factory=ImportOptions)
     """How the script is read (`[import]`: encoding, dialogue styles), as the director chose."""
+    anchors: dict[int, EditAnchor] = field(default_factory=dict)
+    """Each edit's line as imported (`place_edits` puts it back there)."""
+
+    def edits_on(self, script: Script) -> tuple[dict[int, str], list[str]]:
+        """The edits placed on `script`'s cues, and those whose line is gone."""
+        return place_edits(script, self.edits, self.anchors)
 
 
 def use_voicing(project: Project | None) -> None:
@@ -76,12 +82,14 @@ def read_project(path: str | Path) -> Project:
         _check_voice(path, str(role), entry)
     cast = Cast.from_dict(cast_data, where=f"{path}: 'cast'")
     extras = {key: data[key] for key in ("lexicon", "delivery") if key in data}
+    edits, anchors = _edits(path, data.get("edits", {}))
     return Project(
-        _script(path, data.get("script")), cast, _edits(path, data.get("edits", {})),
+        _script(path, data.get("script")), cast, edits,
         Lexicon.from_mapping(extras["lexicon"], f"{path}: 'lexicon'") if "lexicon" in extras else Lexicon(),
         delivery.parse_table(extras["delivery"], f"{path}: 'delivery'") if "delivery" in extras else {},
         extras,
         ImportOptions.from_dict(data["import"], f"{path}: 'import'") if "import" in data else ImportOptions(),
+        anchors,
     )  # fmt: skip
 
 
@@ -157,17 +165,76 @@ def _script(path: Path, value: Any) -> Path:
     return script
 
 
-def _edits(path: Path, value: Any) -> dict[int, str]:
+@dataclass(frozen=True)
+class EditAnchor:
+    """Which line an edit was made to: its text as imported and its source line, so a
+    script that imports to other cue numbers (a new Troupe's rules, the file changed) puts
+    the edit back on that line, or says it cannot."""
+
+    was: str
+    line: int
+
+
+def edit_anchors(script: Script, edits: Mapping[int, str]) -> dict[int, EditAnchor]:
+    """The anchors of `edits` (cue index -> new text) in `script` as imported."""
+    return {
+        k: EditAnchor(script.cues[k].text, script.cues[k].line) for k in edits if 0 <= k < len(script.cues)
+    }
+
+
+def place_edits(
+    script: Script, edits: Mapping[int, str], anchors: Mapping[int, EditAnchor]
+) -> tuple[dict[int, str], list[str]]:
+    """`edits` on the cues of `script`: an anchored edit goes where its original text is
+    (its own cue number first, then the same text on the same source line, then the same
+    text anywhere unclaimed); one whose line is gone is reported with its text, never
+    silently put on another line. An edit without an anchor (an older project) keeps its
+    cue number."""
+    placed: dict[int, str] = {}
+    lost: list[str] = []
+    by_text: dict[str, list[int]] = {}
+    for cue in script.cues:
+        by_text.setdefault(cue.text, []).append(cue.index)
+    for k, text in sorted(edits.items()):
+        anchor = anchors.get(k)
+        if anchor is None:
+            if k < len(script.cues):
+                placed[k] = text
+            else:
+                lost.append(f"cue {k + 1} (the script has {len(script.cues)}): {text[:60]!r}")
+            continue
+        if k < len(script.cues) and script.cues[k].text == anchor.was and k not in placed:
+            placed[k] = text
+            continue
+        same = [i for i in by_text.get(anchor.was, []) if i not in placed]
+        near = [i for i in same if script.cues[i].line == anchor.line]
+        target = (near or same or [-1])[0]
+        if target < 0:
+            lost.append(f"line {anchor.line}, {anchor.was[:40]!r} is no longer in the script: {text[:60]!r}")
+        else:
+            placed[target] = text
+    return placed, lost
+
+
+def _edits(path: Path, value: Any) -> tuple[dict[int, str], dict[int, EditAnchor]]:
     if not isinstance(value, Mapping):
         raise CastError(f"{path}: 'edits' must map cue numbers to text, not {type(value).__name__}")
     edits: dict[int, str] = {}
-    for key, text in value.items():
+    anchors: dict[int, EditAnchor] = {}
+    for key, entry in value.items():
         if not str(key).isdigit():
             raise CastError(f"{path}: 'edits' key {key!r} is not a cue number")
+        text = entry
+        if isinstance(entry, Mapping):  # {"text", "was", "line"}: the edit and its anchor
+            text, was, line = entry.get("text"), entry.get("was"), entry.get("line")
+            if not isinstance(was, str) or isinstance(line, bool) or not isinstance(line, int):
+                raise CastError(f"{path}: 'edits' for cue {key} needs 'text', 'was' (the line as "
+                                "imported) and 'line' (its line number in the script)")  # fmt: skip
+            anchors[int(key)] = EditAnchor(was, line)
         if not isinstance(text, str) or not text.strip():
             raise CastError(f"{path}: 'edits' for cue {key} is {text!r}; expected the line's new text")
         if len(text) > MAX_LINE_CHARS:
             raise CastError(f"{path}: 'edits' for cue {key} has {len(text):,} characters; "
                             f"a line may have at most {MAX_LINE_CHARS:,}")  # fmt: skip
         edits[int(key)] = text.strip()
-    return edits
+    return edits, anchors

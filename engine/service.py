@@ -40,7 +40,7 @@ from engine.metrics import AnomalyDetector, Rolling
 from engine.mixer import Pacing
 from engine.mixer.envelope import BUCKETS_PER_S, EnvelopeCache
 from engine.mixer.meters import Level, Meters
-from engine.project import read_project, use_voicing
+from engine.project import edit_anchors, read_project, use_voicing
 from engine.render import Progress, RenderResult, render_script
 from engine.scheduler import Request, Scheduler, SchedulerConfig, State
 from engine.scheduler.backend import neural_voice_ids, standard_backends
@@ -584,7 +584,10 @@ class Engine:
             extras = {k: v for k, v in self.project_extras.items() if k != "import"}
             if chosen:
                 extras["import"] = chosen
-            save_project(path, self.script.path, self.cast, self.edits, extras)
+            anchors = edit_anchors(self.script, self.edits)  # each edit with its line as imported
+            edits = {k: {"text": v, "was": anchors[k].was, "line": anchors[k].line} if k in anchors else v
+                     for k, v in self.edits.items()}  # fmt: skip
+            save_project(path, self.script.path, self.cast, edits, extras)
             if as_current:
                 self.project_path = Path(path)
 
@@ -598,11 +601,14 @@ class Engine:
         `options` over the import choices the project saved."""
         project = read_project(path)
         script = load_script(project.script, options or project.import_options)
+        edits, lost = project.edits_on(script)
 
         def swap() -> Script:
             self._install(
-                script, Cast.auto(script, project.cast.voices, natural=self.natural_voices()), project.edits
+                script, Cast.auto(script, project.cast.voices, natural=self.natural_voices()), edits
             )
+            for what in lost:  # told, with its text, never put on another line
+                self.messages.put(f"an edit could not be placed: {what}")
             use_voicing(project)
             self.project_extras = project.extras
             self.project_path = Path(path)
