@@ -121,7 +121,7 @@ def _health(app: FastAPI, service: SpeechService) -> None:
     @app.get("/readyz")
     async def readyz() -> Response:
         if not service.ready:
-            return error(503, "not accepting work (engine stalled or queue full)")
+            return error(503, "not accepting work (engine stalled, queue full, or refusing late work)")
         return JSONResponse({"status": "ready", "queue_depth": service.scheduler.pending_count,
                              "models_loading": warming()})  # fmt: skip
 

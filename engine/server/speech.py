@@ -41,6 +41,8 @@ MAX_TEXT_CHARS = 4096
 SPEED_RANGE = (0.25, 4.0)
 """OpenAI's `speed` range, all of it: the voice's own rate as far as its range reaches, the
 rest by time-stretching the voiced audio (`speed_parts`)."""
+REFUSING_S = 1.0
+"""`/readyz` says not ready for this long after a request was refused or shed as too late."""
 STALL_S = 1.0
 """The engine loop counts as stalled (`/healthz` 503) when it has not ticked for this long."""
 log = logging.getLogger("troupe.server")
@@ -114,6 +116,8 @@ class SpeechService:
         self.scheduler.on_batch = self.telemetry.observe_batch
         voices = espeak_voices()
         self._variants = {v.voice_id for v in espeak_variants()}
+        self.refused_at = -math.inf
+        """When admission last refused or shed a request (time.monotonic)."""
         self._stretcher = ThreadPoolExecutor(max_workers=2, thread_name_prefix="troupe-stretch")
         """Time-stretch for speeds past a voice's rate range (Rubber Band: ~30 ms a second of audio)."""
         self._by_name = {v.voice_id: v.voice_id for v in voices}
@@ -166,8 +170,12 @@ class SpeechService:
 
     @property
     def ready(self) -> bool:
-        """Healthy and with room in the queue for new work."""
-        return self.healthy and self.scheduler.pending_count < self.scheduler.config.max_pending
+        """Healthy, with room in the queue, and not refusing: no request was refused or shed
+        for being late within the last `REFUSING_S` (a balancer sends the work elsewhere)."""
+        refusing = time.monotonic() - self.refused_at < REFUSING_S
+        return (
+            self.healthy and self.scheduler.pending_count < self.scheduler.config.max_pending and not refusing
+        )
 
     # --- roles ------------------------------------------------------------------------
     def roles(self) -> dict[str, Voice]:
@@ -391,7 +399,11 @@ class SpeechService:
                     give_up_s=give_up_s)  # fmt: skip
         r.on_done = functools.partial(self._done, fut=fut, gain_db=gain_db)
         fut.add_done_callback(functools.partial(self._withdraw, r=r))
-        self.scheduler.submit(r)
+        try:
+            self.scheduler.submit(r)
+        except Overloaded:
+            self.refused_at = time.monotonic()
+            raise
         return fut
 
     def _withdraw(self, fut: Future[Mono], r: Request) -> None:
@@ -408,6 +420,7 @@ class SpeechService:
                 gain = 10 ** (gain_db / 20)
                 fut.set_result(r.audio if gain_db == 0.0 else (r.audio * gain).astype(np.float32))
             elif r.state is State.SHED:
+                self.refused_at = time.monotonic()
                 message = f"too busy to voice this line for {r.role} in time; it was shed"
                 fut.set_exception(Overloaded(message, retry_after_s=self.settings.budget_s))
             else:

@@ -127,6 +127,11 @@ def test_overload_is_refused_fast_with_retry_after_and_the_rest_is_served(tight_
     stats = tight_server.service.scheduler.stats
     assert stats.refused + stats.shed == codes.count(503)
     assert httpx.get(f"{tight_server.url}/healthz", timeout=5).status_code == 200
+    # ready says no while it refuses (a balancer sends work elsewhere), yes a second later
+    assert tight_server.service.refused_at > time.monotonic() - 120  # the refusals were noted
+    tight_server.service.refused_at = time.monotonic()
+    assert httpx.get(f"{tight_server.url}/readyz", timeout=5).status_code == 503
+    assert _wait_for(lambda: httpx.get(f"{tight_server.url}/readyz", timeout=5).status_code == 200, 10)
 
 
 def _free_port() -> int:
