@@ -174,12 +174,15 @@ class Cast:
 
     def __getitem__(self, role: str) -> Voice:
         if role not in self.voices:
+            role = normalise_role(role) or role  # 'Iris (V.O.)' is IRIS: one key per role
+        if role not in self.voices:
             self.fill([Role(role, role)])
         return self.voices[role]
 
     def set(self, role: str, **changes: Any) -> Voice:
-        voice = validate_voice(replace(self[role], **changes), f"role {role}")
-        self.voices[role] = voice
+        key = role if role in self.voices else normalise_role(role) or role
+        voice = validate_voice(replace(self[key], **changes), f"role {key}")
+        self.voices[key] = voice
         return voice
 
     def to_dict(self) -> dict[str, Any]:

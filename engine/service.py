@@ -63,6 +63,15 @@ SCRIPT_SUFFIXES = frozenset(SUFFIXES)
 """Every script format the importers read (what the window's Open and drop accept)."""
 
 
+def _script_ref(script: str | Path, project: str | Path) -> str:
+    """The script as a project file names it: beside or under the project's folder, relative
+    to it (the two move together); elsewhere, absolute. Never relative to the folder Troupe
+    was started in, which the reopening does not know."""
+    target = Path(script).resolve()
+    folder = Path(project).resolve().parent
+    return str(target.relative_to(folder)) if target.is_relative_to(folder) else str(target)
+
+
 def preview_import(path: str | Path, options: ImportOptions | None = None) -> Script:
     """Read a script for its import report without making it the show (the window's
     import dialog; `Engine.begin_load` with the chosen options then makes it the show)."""
@@ -534,10 +543,16 @@ class Engine:
         self.post(edit)
 
     def set_voice(self, role: str, **changes: Any) -> None:
-        """Change a role's voice or mix settings live (validated; errors go to the banner)."""
-        self.post(lambda: self._recast(role, changes))
+        """Change a role's voice or mix settings live (validated; errors go to the banner).
+        `role` as the script writes it or any spelling of it ('Iris (V.O.)' is IRIS)."""
+        key = normalise_role(role)
+        self.post(lambda: self._recast(key, changes))
 
     def _recast(self, role: str, changes: dict[str, Any]) -> None:
+        if self.script is not None and role not in self.script.roles and role not in self.cast.voices:
+            raise TroupeError(
+                f"no role {role!r} in this script; its roles: {', '.join(list(self.script.roles)[:8])}"
+            )
         self._show().recast(role, **changes)
         if "backend" in changes or "voice_id" in changes:
             self._warn_missing_backends([role])
@@ -587,7 +602,7 @@ class Engine:
             anchors = edit_anchors(self.script, self.edits)  # each edit with its line as imported
             edits = {k: {"text": v, "was": anchors[k].was, "line": anchors[k].line} if k in anchors else v
                      for k, v in self.edits.items()}  # fmt: skip
-            save_project(path, self.script.path, self.cast, edits, extras)
+            save_project(path, _script_ref(self.script.path, path), self.cast, edits, extras)
             if as_current:
                 self.project_path = Path(path)
 

@@ -71,3 +71,50 @@ def test_the_engine_saves_anchors_and_places_edits_on_reopening(tmp_path: Path) 
         assert script.cues[3].text == "Third line."  # the script as imported; the show has the edit
     finally:
         engine.close()
+
+
+def test_a_script_opened_by_a_relative_path_reopens_from_its_project(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Saved relative to the folder Troupe was started in, read relative to the project:
+    the project named a file that was not there. Now beside the project: relative to it;
+    elsewhere: absolute."""
+    from engine.service import Engine, EngineSettings
+
+    work, elsewhere = tmp_path / "work", tmp_path / "projects"
+    work.mkdir()
+    elsewhere.mkdir()
+    (work / "x.srt").write_text(SRT, encoding="utf-8")
+    monkeypatch.chdir(work)
+    engine = Engine(EngineSettings(neural=False))
+    try:
+        engine.load("x.srt")  # relative to the current folder
+        engine.save_project(elsewhere / "show.json")
+        engine.save_project(work / "beside.json")
+        assert json.loads((elsewhere / "show.json").read_text())["script"] == str(work / "x.srt")
+        assert json.loads((work / "beside.json").read_text())["script"] == "x.srt"
+        monkeypatch.chdir(tmp_path)
+        assert len(engine.open_project(elsewhere / "show.json").cues) == 3
+        assert len(engine.open_project(work / "beside.json").cues) == 3
+    finally:
+        engine.close()
+
+
+def test_a_voice_set_by_any_spelling_of_a_role_reaches_that_role(tmp_path: Path) -> None:
+    """'Iris (V.O.)' is IRIS: muting it mutes IRIS, and no second entry appears in the cast."""
+    from engine.service import Engine, EngineSettings
+
+    f = tmp_path / "x.fountain"
+    f.write_text("INT. ROOM - DAY\n\nIRIS (V.O.)\nHello.\n\nMARK\nHi.\n", encoding="utf-8")
+    engine = Engine(EngineSettings(neural=False))
+    try:
+        engine.load(f)
+        engine.set_voice("Iris (V.O.)", mute=True)
+        deadline = time.monotonic() + 10
+        while not engine.call(lambda: engine.cast.voices["IRIS"].mute):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert set(engine.call(lambda: dict(engine.cast.voices))) == {"IRIS", "MARK"}
+        engine.set_voice("GHOST", mute=True)  # not a role of the script: refused (banner)
+        time.sleep(0.3)
+        assert "GHOST" not in engine.call(lambda: dict(engine.cast.voices))
+    finally:
+        engine.close()
