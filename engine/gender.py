@@ -127,29 +127,55 @@ def from_pronouns(name: str, action_lines: Iterable[str]) -> str | None:
 
 def action_lines(script: Script) -> list[str]:
     """The script file's lines that are neither dialogue, cue names nor parentheticals
-    (Fountain and plain text keep their action there); [] when the file cannot be read."""
+    (Fountain and plain text keep their action there); [] when the file cannot be read.
+
+    Fountain and plain text: a cue's paragraph (from its line to the next blank line) is
+    dialogue, found from the cues' own line numbers, each line looked at once. Other
+    formats: a line found in the cues' texts is dialogue (one search a line)."""
     try:
-        text = Path(script.path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError, ValueError):
+        raw = Path(script.path).read_bytes()
+        codec = "utf-8-sig" if script.facts.encoding == "utf-8" else script.facts.encoding
+        text = raw.decode(codec, errors="replace")  # as the import read it
+    except (OSError, LookupError, ValueError):
         return []
-    spoken = {" ".join(c.text.split()) for c in script.cues}
+    lines = text.splitlines()
+    in_speech = _speech_lines(script, lines) if script.format in _PARAGRAPHED else set()
     names = set(script.roles)
     out = []
-    for raw in text.splitlines():
-        line = " ".join(raw.split())
+    for k, raw_line in enumerate(lines):
+        if k in in_speech:
+            continue
+        line = " ".join(raw_line.split())
         if not line or line.startswith("(") or ":" in line[:30]:
             continue
         if line.upper() == line and re.sub(r"\s*\(.*\)|\s*\^$", "", line).strip() in names:
             continue  # a cue's character name
         out.append(line)
-    return _drop_dialogue_pieces(out, spoken)
+    if script.format in _PARAGRAPHED:
+        return out
+    return _drop_dialogue_pieces(out, {" ".join(c.text.split()) for c in script.cues})
+
+
+_PARAGRAPHED = ("fountain", "text")
+"""Formats whose speeches are paragraphs that start at their cue's line."""
+
+
+def _speech_lines(script: Script, lines: list[str]) -> set[int]:
+    """0-based numbers of the lines in a cue's paragraph (a line of exactly two spaces keeps
+    a Fountain speech going). Linear: a walk stops at a line already marked."""
+    marked: set[int] = set()
+    for cue in script.cues:
+        k = cue.line - 1
+        while 0 <= k < len(lines) and k not in marked and (lines[k].strip() or lines[k] == "  "):
+            marked.add(k)
+            k += 1
+    return marked
 
 
 def _drop_dialogue_pieces(lines: list[str], spoken: set[str]) -> list[str]:
     """Lines that are a wrapped part of a spoken cue (a cue over several lines of the file)
     are dialogue too: each line is looked for in the cues' texts joined by newlines (one
-    substring search a line, which no line can match across two cues). NB: lines times
-    dialogue, as before; issue 40 asks for an index."""
+    substring search a line, which no line can match across two cues)."""
     joined = "\n".join(spoken)
     return [line for line in lines if line not in joined]
 
