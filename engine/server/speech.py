@@ -481,12 +481,16 @@ so its audio is stretched to the exact length; espeak-ng is clearer slow by its 
 fast by its rate no clearer than stretched (2x: WER 1.0 against 0.8)."""
 
 
-def speed_parts(voice: Voice, speed: float) -> tuple[Voice, float]:
-    """`voice` at `speed` (OpenAI's 0.25 to 4.0): its own rate as far as `RATE_REACH` and
-    the rate limits allow, and the factor left for a time-stretch of the audio (1.0: none)."""
+def _check_speed(speed: float) -> None:
     lo, hi = SPEED_RANGE
     if isinstance(speed, bool) or not lo <= speed <= hi:  # NB: NaN fails both comparisons
         raise TroupeError(f"speed {speed} is out of range; expected {lo} to {hi}")
+
+
+def speed_parts(voice: Voice, speed: float) -> tuple[Voice, float]:
+    """`voice` at `speed` (OpenAI's 0.25 to 4.0): its own rate as far as `RATE_REACH` and
+    the rate limits allow, and the factor left for a time-stretch of the audio (1.0: none)."""
+    _check_speed(speed)
     if speed == 1.0:
         return voice, 1.0
     rate_lo, rate_hi = limit("rate_wpm")
@@ -500,14 +504,13 @@ def at_speed(voice: Voice, speed: float) -> Voice:
     """`voice` speaking `speed` times faster. Speed is the voice's rate, so what its rate
     range allows is honoured exactly; beyond that a clear error says what this voice can
     do (never a silent clamp)."""
-    lo, hi = SPEED_RANGE
-    if isinstance(speed, bool) or not lo <= speed <= hi:  # NB: NaN fails both comparisons
-        raise TroupeError(f"speed {speed} is out of range; expected {lo} to {hi}")
+    _check_speed(speed)
     if speed == 1.0:
         return voice
     rate_lo, rate_hi = limit("rate_wpm")
     rate = round(voice.rate_wpm * speed)
     if not rate_lo <= rate <= rate_hi:
+        lo, hi = SPEED_RANGE
         slowest, fastest = rate_lo / voice.rate_wpm, rate_hi / voice.rate_wpm
         raise TroupeError(
             f"speed {speed:g} would need {rate} words a minute; this voice ({voice.voice_id} at "
