@@ -53,7 +53,6 @@ _EXPECTED = {
     "sbv": "'H:MM:SS.mmm,H:MM:SS.mmm'",
 }
 _WORD_TIMING = re.compile(r"<\d{2}:\d{2}[:.]|<c[.>]")
-_INLINE_TIME = re.compile(r"<\d{1,4}(?::\d{2}){1,2}[.,]\d{1,3}>")
 _BRACES = re.compile(r"\{[^{}]*\}")
 _DRAWING = re.compile(r"\{[^{}]*\\p[1-9]")
 _KARAOKE = re.compile(r"\{[^{}]*\\(?:k|K|kf|ko)\d")
@@ -172,7 +171,7 @@ def _read_timed(path: Path, text: str, fmt: str) -> _Loaded:
             line = line.replace("[br]", "\n").replace("[BR]", "\n")
         if not parts:
             current.text_offset = n + 1 - current.line  # where the words start
-        parts.append(_INLINE_TIME.sub("", line))  # word timings are not words
+        parts.append(line)  # word timings go with the markup (`common.TAG`)
     close()
     return out
 
