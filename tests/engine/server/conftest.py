@@ -6,26 +6,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from live_server import TESTDATA, LiveServer, _start
+from live_server import TESTDATA, LiveServer, serving
 
 from engine.server import SpeechService, SpeechSettings
 
 
 @pytest.fixture(scope="module")
 def live_server() -> Iterator[LiveServer]:
-    service = SpeechService(SpeechSettings(scripts_dir=TESTDATA, neural=False))
-    server, thread, url = _start(service, None)
-    yield LiveServer(url, service, None)
-    server.should_exit = True
-    thread.join(10)
-    service.close()
+    with serving(SpeechService(SpeechSettings(scripts_dir=TESTDATA, neural=False))) as live:
+        yield live
 
 
 @pytest.fixture
 def token_server() -> Iterator[LiveServer]:
-    service = SpeechService(SpeechSettings(neural=False))
-    server, thread, url = _start(service, "s3cret")
-    yield LiveServer(url, service, "s3cret")
-    server.should_exit = True
-    thread.join(10)
-    service.close()
+    with serving(SpeechService(SpeechSettings(neural=False)), "s3cret") as live:
+        yield live

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +43,20 @@ def _start(service: SpeechService, token: str | None, limits: ServerLimits | Non
             raise RuntimeError("uvicorn did not start")
         time.sleep(0.02)
     return server, thread, f"http://127.0.0.1:{port}"
+
+
+@contextlib.contextmanager
+def serving(service: SpeechService, token: str | None = None,
+            limits: ServerLimits | None = None) -> Iterator[LiveServer]:  # fmt: skip
+    """`service` behind a real uvicorn for the block; the server stops and the service
+    closes after it."""
+    server, thread, url = _start(service, token, limits)
+    try:
+        yield LiveServer(url, service, token)
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        service.close()
 
 
 TESTDATA = Path(__file__).resolve().parents[2] / "data" / "samples"

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import httpx
 import numpy as np
 import pytest
-from live_server import LiveServer, _start
+from live_server import LiveServer, serving
 
 from engine.asr import asr_available, normalise, shared_transcriber, wer
 from engine.server import SpeechService, SpeechSettings
@@ -156,12 +156,8 @@ def test_the_whole_openai_speed_range_on_espeak(live_server: LiveServer) -> None
 def natural_server() -> Iterator[LiveServer]:
     # the default install's natural voices, with time to voice them on a busy test machine
     # (a line past its deadline would be voiced by the espeak-ng stand-in instead)
-    service = SpeechService(SpeechSettings(budget_s=60, give_up_s=600))
-    server, thread, url = _start(service, None)
-    yield LiveServer(url, service, None)
-    server.should_exit = True
-    thread.join(10)
-    service.close()
+    with serving(SpeechService(SpeechSettings(budget_s=60, give_up_s=600))) as live:
+        yield live
 
 
 def test_the_whole_openai_speed_range_on_the_natural_voice(natural_server: LiveServer) -> None:

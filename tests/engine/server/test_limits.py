@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from live_server import LiveServer, _start
+from live_server import LiveServer, _start, serving
 
 from engine.server import SpeechService, SpeechSettings
 from engine.server.limits import ServerLimits, host_allow_list
@@ -222,14 +222,8 @@ def test_metrics_port_binds_loopback_and_wants_the_token() -> None:
 
 @contextlib.contextmanager
 def _server(limits: ServerLimits) -> Iterator[tuple[str, int]]:
-    service = SpeechService(SpeechSettings(neural=False))
-    server, thread, url = _start(service, None, limits)
-    try:
-        yield url, int(url.rsplit(":", 1)[1])
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        service.close()
+    with serving(SpeechService(SpeechSettings(neural=False)), limits=limits) as live:
+        yield live.url, int(live.url.rsplit(":", 1)[1])
 
 
 def _ask(sock: socket.socket, path: str) -> bytes:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from live_server import LiveServer, _start
+from live_server import LiveServer, serving
 
 from engine.scheduler import Backend
 from engine.server import SpeechService, SpeechSettings
@@ -49,11 +49,8 @@ def slow_server() -> Iterator[LiveServer]:
     old = service.scheduler.backends["espeak"]
     service.scheduler.backends["espeak"] = Backend(PacedEspeak())
     old.close()
-    server, thread, url = _start(service, None)
-    yield LiveServer(url, service, None)
-    server.should_exit = True
-    thread.join(10)
-    service.close()
+    with serving(service) as live:
+        yield live
 
 
 def _cast_hero(url: str) -> None:
@@ -101,11 +98,8 @@ def test_a_client_timing_out_on_a_whole_file_withdraws_its_work(slow_server: Liv
 def tight_server() -> Iterator[LiveServer]:
     """A server whose clients wait at most ~0.6 s: overload shows at once."""
     service = SpeechService(SpeechSettings(neural=False, budget_s=0.3, give_up_s=0.3))
-    server, thread, url = _start(service, None)
-    yield LiveServer(url, service, None)
-    server.should_exit = True
-    thread.join(10)
-    service.close()
+    with serving(service) as live:
+        yield live
 
 
 def test_overload_is_refused_fast_with_retry_after_and_the_rest_is_served(tight_server: LiveServer) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from live_server import LiveServer, _start
+from live_server import LiveServer, serving
 
 from engine.asr import asr_available
 from engine.core.types import Voice
@@ -32,12 +32,8 @@ PCM_RATE_HZ = 24_000
 
 
 def _serve(settings: SpeechSettings) -> Iterator[LiveServer]:
-    service = SpeechService(settings)
-    server, thread, url = _start(service, None)
-    yield LiveServer(url, service, None)
-    server.should_exit = True
-    thread.join(10)
-    service.close()
+    with serving(SpeechService(settings)) as live:
+        yield live
 
 
 @pytest.fixture(scope="module")
