@@ -86,32 +86,12 @@ def _synth(processes: int, cast: Cast | None = None, rate_hz: int = 48_000):  # 
 
     NB: worker processes, not threads with private library copies: on a busy machine the
     threads used less CPU but took longer (bench_render.py, same run)."""
-    from engine.synthesis.espeak import EspeakSynthesizer
-    from engine.synthesis.pool import EspeakPool
+    from engine.synthesis.build import SynthSpec, build_synthesizers
     from engine.synthesis.router import Router
-    from engine.synthesis.take_cache import with_cache
 
-    espeak = EspeakPool(processes, niceness=0) if processes > 1 else EspeakSynthesizer()
-    espeak.sample_rate_hz = rate_hz
-    if isinstance(espeak, EspeakPool):
-        from engine.core.types import Voice
-
-        for _ in range(processes):  # the workers start now, while the script is read and checked
-            espeak.submit("a", Voice())
-    synths = {"espeak": espeak}
-    if cast is not None and any(v.backend == "kokoro" for v in cast.voices.values()):
-        from engine.synthesis.kokoro import make_kokoro
-
-        kokoro = make_kokoro()  # None where it is not installed: those lines get espeak-ng stand-ins
-        if kokoro is not None:
-            synths["kokoro"] = with_cache(kokoro)
-    if cast is not None and any(v.backend == "piper" for v in cast.voices.values()):
-        from engine.synthesis.piper import make_piper
-
-        piper = make_piper()
-        if piper is not None:
-            synths["piper"] = with_cache(piper)
-    return Router(synths, sample_rate_hz=rate_hz)
+    named = {v.backend for v in cast.voices.values()} if cast is not None else set()
+    spec = SynthSpec(processes, offline=True, natural=named, rate_hz=rate_hz)
+    return Router(build_synthesizers(spec), sample_rate_hz=rate_hz)
 
 
 def _cluster(address: str, processes: int):  # type: ignore[no-untyped-def]
@@ -250,20 +230,20 @@ def _stop_on_signals() -> None:
         signal.signal(sig, _interrupt)
 
 
-def _print_messages(engine) -> None:  # type: ignore[no-untyped-def]
+def _print_messages(monitor) -> None:  # type: ignore[no-untyped-def]
     """The banner's messages (a lost device and its return, failed lines) on stderr."""
     import queue
 
     while True:
         try:
-            print(f"troupe: {engine.messages.get_nowait()}", file=sys.stderr, flush=True)
+            print(f"troupe: {monitor.messages.get_nowait()}", file=sys.stderr, flush=True)
         except queue.Empty:
             return
 
 
 def cmd_play(args: argparse.Namespace) -> int:
     from engine.audio_io.output import OutputSettings, terminate_portaudio
-    from engine.service import Engine, EngineSettings
+    from engine.control import EngineSettings, Troupe, wait
 
     _stop_on_signals()
 
@@ -273,20 +253,20 @@ def cmd_play(args: argparse.Namespace) -> int:
         audio_process=not args.in_process_audio,
         policy=args.policy,
     )
-    engine = Engine(settings)
+    troupe = Troupe(settings)
     try:
         chosen = _import_options(args)
-        script = engine.load(args.script or DEMO, options=chosen)
+        script = wait(troupe.projects.load(args.script or DEMO, options=chosen))
         if args.project:  # --encoding/--styles over what the project saved
-            script = engine.open_project(args.project, chosen if chosen.to_dict() else None)
+            script = wait(troupe.projects.open(args.project, chosen if chosen.to_dict() else None))
         _tell_guess(script)
-        engine.open_output()
-        engine.play()
+        wait(troupe.output.open(), 30)
+        troupe.transport.play()
         print(f"playing {script.title!r}: {len(script.cues)} lines, {len(script.roles)} roles")
         limit = time.monotonic() + args.seconds if args.seconds else None
         while limit is None or time.monotonic() < limit:
-            _print_messages(engine)
-            snap = engine.snapshot()
+            _print_messages(troupe.monitor)
+            snap = troupe.monitor.snapshot()
             voiced = snap.cues and all(c.state in ("played", "failed") for c in snap.cues)
             if snap.status == "ended" or voiced:
                 break
@@ -296,9 +276,9 @@ def cmd_play(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # NB: closing is not interrupted twice
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        snap = engine.snapshot()
-        engine.close()
-        _print_messages(engine)
+        snap = troupe.monitor.snapshot()
+        troupe.close()
+        _print_messages(troupe.monitor)
         terminate_portaudio()
     f = snap.figures
     played = sum(c.state == "played" for c in snap.cues)

@@ -8,7 +8,7 @@ from typing import Protocol
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from engine.service import EngineSnapshot
+from engine.control import EngineSnapshot
 
 
 class SnapshotSource(Protocol):

@@ -22,9 +22,9 @@ from PySide6.QtWidgets import (
 )
 
 from app.meters import LevelBar
+from engine.control import Level
 from engine.core.limits import limit
 from engine.core.types import Voice
-from engine.service import Level
 
 COLUMNS = ("Role", "Level", "Voice", "Rate", "Pitch", "Gain dB", "Pan", "Weight", "Mute", "Solo")
 WEIGHT_STEPS = 10

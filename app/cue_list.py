@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidge
 
 from app.cue_groups import SceneGroups
 from app.cue_model import LINE_COLUMN, CueTableModel
-from engine.service import CueView
+from engine.control import CueView
 
 SCENE_COLUMN = 1
 STATE_COLUMN = 4

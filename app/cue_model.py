@@ -8,7 +8,7 @@ from typing import Any
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
-from engine.service import CueView
+from engine.control import CueView
 
 STATE_COLOURS = {
     "pending": "#6b7280",

@@ -7,8 +7,9 @@ from typing import Any
 
 from PySide6.QtGui import QUndoCommand
 
+from engine.control.casting import Casting
+from engine.control.lines import Lines
 from engine.core.types import Voice
-from engine.service import Engine
 
 RECAST_ID = 1601
 """Undo id of a cast change: consecutive changes of one role's same fields merge (a slider
@@ -19,19 +20,19 @@ class EditLine(QUndoCommand):
     """A cue's text changed (the line is voiced again). The window applies the first edit
     itself (so a bad line reaches the banner, not the stack); `applied` skips that redo."""
 
-    def __init__(self, engine: Engine, index: int, old: str, new: str, applied: bool = True) -> None:
+    def __init__(self, lines: Lines, index: int, old: str, new: str, applied: bool = True) -> None:
         super().__init__(f"edit cue {index + 1}")
-        self.engine, self.index, self.old, self.new = engine, index, old, new
+        self.lines, self.index, self.old, self.new = lines, index, old, new
         self.applied = applied
 
     def redo(self) -> None:
         if self.applied:
             self.applied = False
             return
-        self.engine.edit_line(self.index, self.new)
+        self.lines.edit_line(self.index, self.new)
 
     def undo(self) -> None:
-        self.engine.edit_line(self.index, self.old)
+        self.lines.edit_line(self.index, self.old)
 
 
 def voice_fields(voice: Voice, changes: dict[str, Any]) -> dict[str, Any]:
@@ -43,9 +44,9 @@ def voice_fields(voice: Voice, changes: dict[str, Any]) -> dict[str, Any]:
 class Recast(QUndoCommand):
     """A role's voice or mix settings changed in the cast panel."""
 
-    def __init__(self, engine: Engine, role: str, old: dict[str, Any], new: dict[str, Any]) -> None:
+    def __init__(self, casting: Casting, role: str, old: dict[str, Any], new: dict[str, Any]) -> None:
         super().__init__(f"{role}: {', '.join(sorted(new))}")
-        self.engine, self.role, self.old, self.new = engine, role, old, new
+        self.casting, self.role, self.old, self.new = casting, role, old, new
 
     def id(self) -> int:
         return RECAST_ID
@@ -57,31 +58,31 @@ class Recast(QUndoCommand):
         return True
 
     def redo(self) -> None:
-        self.engine.set_voice(self.role, **self.new)
+        self.casting.set_voice(self.role, **self.new)
 
     def undo(self) -> None:
-        self.engine.set_voice(self.role, **self.old)
+        self.casting.set_voice(self.role, **self.old)
 
 
 class KeepAdlib(QUndoCommand):
-    def __init__(self, engine: Engine, index: int) -> None:
+    def __init__(self, lines: Lines, index: int) -> None:
         super().__init__(f"keep ad-lib {index + 1}")
-        self.engine, self.index = engine, index
+        self.lines, self.index = lines, index
 
     def redo(self) -> None:
-        self.engine.keep_adlib(self.index)
+        self.lines.keep_adlib(self.index)
 
     def undo(self) -> None:
-        self.engine.keep_adlib(self.index, keep=False)
+        self.lines.keep_adlib(self.index, keep=False)
 
 
 class DeleteAdlib(QUndoCommand):
-    def __init__(self, engine: Engine, index: int) -> None:
+    def __init__(self, lines: Lines, index: int) -> None:
         super().__init__(f"delete ad-lib {index + 1}")
-        self.engine, self.index = engine, index
+        self.lines, self.index = lines, index
 
     def redo(self) -> None:
-        self.engine.delete_adlib(self.index)
+        self.lines.delete_adlib(self.index)
 
     def undo(self) -> None:
-        self.engine.delete_adlib(self.index, delete=False)
+        self.lines.delete_adlib(self.index, delete=False)

@@ -1,26 +1,46 @@
 """Flows the window hands off: saving (and the unsaved-changes question), rendering
 (dialog, background job, progress, result) and voices (the browser, previews). Each holds
-the window and reaches the engine through it."""
+the parts of the window it uses (`Host`) and reaches the engine through its facades."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFileDialog, QMessageBox, QProgressDialog
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtGui import QUndoStack
+from PySide6.QtWidgets import QFileDialog, QMessageBox, QProgressDialog, QStatusBar, QWidget
 
-from app.cast_panel import voice_change, voice_text
+from app.banner import Banner
+from app.bridge import EngineBridge
+from app.cast_panel import CastPanel, voice_change, voice_text
+from app.cue_list import CueList
+from app.cue_model import CueTableModel
 from app.jobs import RenderJob
+from app.pending import Pending
 from app.render_dialog import RenderDialog
 from app.voice_browser import VoiceBrowser
+from engine.control import RenderResult, Troupe, VoiceInfo
 from engine.core.errors import TroupeError
-from engine.render import RenderResult
-from engine.service import VoiceInfo
 
-if TYPE_CHECKING:
-    from app.main_window import MainWindow
+
+class Host(Protocol):
+    """What the flows use of the window."""
+
+    troupe: Troupe
+    undo: QUndoStack
+    banner: Banner
+    pending: Pending
+    settings: QSettings
+    bridge: EngineBridge
+    cue_model: CueTableModel
+    cues: CueList
+    cast: CastPanel
+
+    def window(self) -> QWidget: ...
+
+    def statusBar(self) -> QStatusBar: ...
 
 
 PROJECT_FILTER = "Troupe projects (*.json *.toml *.troupe);;All files (*)"
@@ -29,20 +49,22 @@ PROJECT_FILTER = "Troupe projects (*.json *.toml *.troupe);;All files (*)"
 class SaveFlow:
     """Save the project without blocking; the undo stack's clean state is 'saved'."""
 
-    def __init__(self, window: MainWindow) -> None:
+    def __init__(self, window: Host) -> None:
         self.w = window
         self.saving_then = False
         """True while an action the director confirmed runs after its save."""
 
     def save(self, then: Callable[[], None] | None = None) -> bool:
-        path = self.w.engine.project_path  # NB: one reference read
+        path = self.w.troupe.projects.path  # NB: one reference read
         if path is None:
             return self.save_as(then)
         self._save(path, then)
         return True
 
     def save_as(self, then: Callable[[], None] | None = None) -> bool:
-        path, _ = QFileDialog.getSaveFileName(self.w, "Save project", "show.troupe.json", PROJECT_FILTER)
+        path, _ = QFileDialog.getSaveFileName(
+            self.w.window(), "Save project", "show.troupe.json", PROJECT_FILTER
+        )
         if path:
             self._save(Path(path), then)
         return bool(path)
@@ -58,7 +80,7 @@ class SaveFlow:
             if then is not None:
                 then()
 
-        w.pending.watch(w.engine.begin_save_project(path), "saving the project",
+        w.pending.watch(w.troupe.projects.save(path), "saving the project",
                         lambda msg: w.banner.show_message(f"could not save: {msg}"), saved)  # fmt: skip
 
     def confirm(self, retry: Callable[[], object]) -> bool:
@@ -69,7 +91,7 @@ class SaveFlow:
             return True
         buttons = QMessageBox.StandardButton
         answer = QMessageBox.question(
-            w, "Unsaved changes",
+            w.window(), "Unsaved changes",
             f"The show has unsaved changes ({w.undo.undoText() or 'edits'}…). Save them first?",
             buttons.Save | buttons.Discard | buttons.Cancel, buttons.Save,
         )  # fmt: skip
@@ -89,7 +111,7 @@ class SaveFlow:
 
 
 class RenderFlow:
-    def __init__(self, window: MainWindow) -> None:
+    def __init__(self, window: Host) -> None:
         self.w = window
         self.job: RenderJob | None = None
 
@@ -97,7 +119,7 @@ class RenderFlow:
         w = self.w
         snap = w.bridge.last
         title, path, scenes = (snap.title, snap.path, snap.scenes) if snap else ("", "", ())
-        dialog = RenderDialog(title, path, scenes, w.cue_model.cues, w.cues.selected_cues(), w)
+        dialog = RenderDialog(title, path, scenes, w.cue_model.cues, w.cues.selected_cues(), w.window())
         dialog.stems.setChecked(stems)
         if dialog.exec() != RenderDialog.DialogCode.Accepted:
             return None
@@ -108,8 +130,8 @@ class RenderFlow:
         """Render in the background with a cancellable progress dialog; a cancel says which
         partial files it removed (or that none were left)."""
         w = self.w
-        job = RenderJob(w.engine, out, stems, cues)
-        dialog = QProgressDialog("Rendering…", "Cancel", 0, 1000, w)
+        job = RenderJob(w.troupe.projects, out, stems, cues)
+        dialog = QProgressDialog("Rendering…", "Cancel", 0, 1000, w.window())
         dialog.setWindowModality(Qt.WindowModality.WindowModal)
         dialog.setMinimumDuration(300)
         dialog.canceled.connect(job.cancel)
@@ -134,22 +156,24 @@ class RenderFlow:
 
 
 class VoiceFlow:
-    def __init__(self, window: MainWindow) -> None:
+    def __init__(self, window: Host, recast: Callable[[str, dict[str, object]], None]) -> None:
+        """`recast(role, changes)`: the window's undoable voice change."""
         self.w = window
+        self.recast = recast
         self.catalog: list[VoiceInfo] | None = None
         self.browser: VoiceBrowser | None = None
 
     def browse(self, role: str) -> VoiceBrowser:
         w = self.w
         if self.catalog is None:
-            self.catalog = w.engine.voice_catalog()
+            self.catalog = w.troupe.casting.voice_catalog()
         if self.browser is not None:
             self.browser.close()
-        browser = VoiceBrowser(self.catalog, w.settings, role, self.sample_line(role), w)
+        browser = VoiceBrowser(self.catalog, w.settings, role, self.sample_line(role), w.window())
         voice = w.cast.shown.get(role)
         if voice is not None:
             browser.select(voice_text(voice))
-        browser.cast_chosen.connect(lambda r, v: w._recast(r, voice_change(v)))
+        browser.cast_chosen.connect(lambda r, v: self.recast(r, voice_change(v)))
         browser.preview_asked.connect(self.preview)
         browser.show()
         self.browser = browser
@@ -164,7 +188,7 @@ class VoiceFlow:
     def preview(self, voice_id: str, text: str) -> None:
         w = self.w
         try:
-            future = w.engine.preview(voice_id, text)
+            future = w.troupe.casting.preview(voice_id, text)
         except TroupeError as exc:
             w.banner.show_message(str(exc))
             return

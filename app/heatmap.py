@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from app.axes import RoleAxis
 from app.rows import RowViewBox
-from engine.service import HISTORY_COLUMNS
+from engine.control import HISTORY_COLUMNS
 
 TICK_S = 0.05
 LEVELS = (0.0, 1.0)

@@ -23,9 +23,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.control import ImportOptions, preview_import, report_text
 from engine.core.errors import NoDialogueStyle, TroupeError
 from engine.core.types import Script, StyleUse
-from engine.service import ImportOptions, preview_import, report_text
 
 AUTOMATIC = "automatic"
 ENCODINGS = (AUTOMATIC, "utf-8", "cp1252", "latin-1", "iso8859-15", "cp1250", "cp1251", "koi8-r",

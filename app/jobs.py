@@ -7,8 +7,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QThread, Signal
 
+from engine.control.project import Projects
 from engine.core.errors import TroupeError
-from engine.service import Engine
 
 
 class RenderJob(QThread):
@@ -19,10 +19,10 @@ class RenderJob(QThread):
     failed = Signal(str)
 
     def __init__(
-        self, engine: Engine, out: Path, stems: Path | None, cues: tuple[int, ...] | None = None
+        self, projects: Projects, out: Path, stems: Path | None, cues: tuple[int, ...] | None = None
     ) -> None:
         super().__init__()
-        self.engine, self.out, self.stems, self.cues = engine, out, stems, cues
+        self.projects, self.out, self.stems, self.cues = projects, out, stems, cues
         self.cancel_event = threading.Event()
 
     def cancel(self) -> None:
@@ -30,13 +30,10 @@ class RenderJob(QThread):
 
     def run(self) -> None:
         try:
-            result = self.engine.render(
-                self.out,
-                self.stems,
-                lambda f, msg: self.progressed.emit(f, msg),
-                self.cancel_event,
-                self.cues,
-            )
+            progress = lambda f, msg: self.progressed.emit(f, msg)  # noqa: E731
+            result = self.projects.render(
+                self.out, self.stems, progress, self.cancel_event, self.cues
+            ).result()
         except TroupeError as exc:
             self.failed.emit(str(exc))
         except OSError as exc:

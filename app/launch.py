@@ -13,8 +13,8 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
 from app.main_window import DEMO, MainWindow
+from engine.control import EngineSettings, Troupe
 from engine.core.process import start_resource_tracker
-from engine.service import Engine, EngineSettings
 
 
 def run_gui(args: argparse.Namespace) -> int:
@@ -29,8 +29,8 @@ def run_gui(args: argparse.Namespace) -> int:
     )
     if getattr(args, "device", None) is not None:
         settings = replace(settings, output=replace(settings.output, device=args.device))
-    engine = Engine(settings)
-    window = MainWindow(engine)
+    troupe = Troupe(settings)
+    window = MainWindow(troupe)
     given = getattr(args, "gui_script", None)
     if given is not None:  # a double-click in the file manager: a script or a project
         window.open_paths([Path(given)])
@@ -41,7 +41,7 @@ def run_gui(args: argparse.Namespace) -> int:
     code = _smoke(app, window) if getattr(args, "smoke", False) else app.exec()
     window.ask_on_close = False  # a signal ended the loop: the window asked already if it could
     window.close()
-    engine.close()
+    troupe.close()
     return code
 
 
@@ -77,15 +77,18 @@ def _smoke(app: QApplication, window: MainWindow) -> int:
     started = time.monotonic()
 
     def poll() -> None:  # 2 s of play from when the clock starts
-        if window.engine.snapshot().status == "preparing" and time.monotonic() - started < SMOKE_PREPARE_S:
+        if (
+            window.troupe.monitor.snapshot().status == "preparing"
+            and time.monotonic() - started < SMOKE_PREPARE_S
+        ):
             QTimer.singleShot(50, poll)
         else:
             QTimer.singleShot(2000, app.quit)
 
     QTimer.singleShot(50, poll)
     app.exec()
-    snap = window.engine.snapshot()
-    callbacks = window.engine.ring.callbacks  # the smoke test reads the ring header itself
+    snap = window.troupe.monitor.snapshot()
+    callbacks = window.troupe.monitor.callbacks()  # the ring header's own count
     f = snap.figures
     print(f"smoke: {snap.title!r}, {len(snap.cues)} cues, playhead {snap.playhead_s:.2f} s, "
           f"{callbacks} callbacks, {f.underruns} underruns, {f.xruns} xruns")  # fmt: skip

@@ -1,6 +1,6 @@
 """The director window: cue list with GO, role timeline, priority heatmap, latency monitor,
 cast panel, ad-lib box, transport and export. It reaches the engine only through
-`engine.service.Engine` and draws the snapshots `EngineBridge` hands it."""
+the facades of `engine.control.Troupe` and draws the snapshots `EngineBridge` hands it."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from app.editing import DeleteAdlib, EditLine, KeepAdlib, Recast, voice_fields
 from app.flows import PROJECT_FILTER, RenderFlow, SaveFlow, VoiceFlow
 from app.import_dialog import ImportDialog, review_import
 from app.jobs import RenderJob
-from app.menus import build_menus
+from app.menus import Commands, build_menus
 from app.monitor import LatencyMonitor
 from app.pending import Pending
 from app.recovery import RecoveryOffer
@@ -40,9 +40,9 @@ from app.session import Session
 from app.show_clock import ShowClock
 from app.show_view import ShowView
 from app.voice_browser import VoiceBrowser
+from engine.control import SCRIPT_SUFFIXES, EngineSnapshot, ImportOptions, Troupe, wait
 from engine.core.errors import TroupeError
 from engine.core.types import Script
-from engine.service import SCRIPT_SUFFIXES, Engine, EngineSnapshot, ImportOptions
 
 PROJECT_SUFFIXES = {".json", ".toml", ".troupe"}
 SCRIPT_FILTER = f"Scripts ({' '.join('*' + s for s in sorted(SCRIPT_SUFFIXES))});;All files (*)"
@@ -50,19 +50,19 @@ DEMO = assets.DEMO
 
 
 class MainWindow(QMainWindow):
-    """The one window; `engine` takes commands, `source` (default: the engine) gives snapshots."""
+    """The one window; `troupe` takes commands, `source` (default: its monitor) gives snapshots."""
 
     def __init__(
         self,
-        engine: Engine,
+        troupe: Troupe,
         settings: QSettings | None = None,
         data_dir: Path | None = None,
         source: SnapshotSource | None = None,
     ) -> None:
         super().__init__()
-        self.engine = engine
+        self.troupe = troupe
         self.settings = settings or QSettings("Troupe", "Troupe")
-        self.session = Session(engine, self.settings, data_dir)
+        self.session = Session(troupe.projects, self.settings, data_dir)
         self.setWindowTitle("Troupe")
         self.setAcceptDrops(True)
         self.resize(1500, 920)
@@ -84,7 +84,7 @@ class MainWindow(QMainWindow):
         self.cast.browse_requested.connect(self.browse_voices)
         self.render_flow = RenderFlow(self)
         self.saving = SaveFlow(self)
-        self.voice_flow = VoiceFlow(self)
+        self.voice_flow = VoiceFlow(self, self._recast)
         self.adlib_role = QComboBox()
         self.adlib_text = QLineEdit()
         self.adlib_text.setPlaceholderText("Ad-lib: type a line and press Enter to speak it now")
@@ -103,8 +103,28 @@ class MainWindow(QMainWindow):
         self.ask_on_close = True
         """Ask about unsaved changes on close (not once the application is quitting)."""
         """True while an action the director confirmed runs after its save."""
-        build_menus(self)
-        self.bridge = EngineBridge(source or engine, parent=self)
+        commands = Commands(
+            open_script=self.open_dialog,
+            open_project=self.open_project_dialog,
+            fill_recent=self._fill_recent,
+            save=self.save_project,
+            save_as=self.save_project_as,
+            render=lambda stems: self.render_dialog(stems=stems),
+            quit=self._quit,
+            find_role=self.show_view.filter.setFocus,
+            go=self.go,
+            play=self.play,
+            jump_to_selected=self.jump_to_selected,
+            loop=self._loop,
+            cue_stack=self._cue_stack,
+            keep_adlib=self._keep_adlib,
+            delete_adlib=self._delete_adlib,
+            device_chosen=self._device_chosen,
+        )
+        follow = self.show_view.follow
+        self.menus = build_menus(self, commands, troupe.transport, self.undo, self.docks, follow,
+                                 self._devices(), self.default_device_label())  # fmt: skip
+        self.bridge = EngineBridge(source or troupe.monitor, parent=self)
         self.bridge.snapshot_changed.connect(self.apply_snapshot)
         self.bridge.message_posted.connect(self.banner.show_message)
         self.bridge.start()
@@ -152,7 +172,7 @@ class MainWindow(QMainWindow):
         self.cues.follow_playhead(snap.playhead_s, snap.playing)
         self.show_view.apply(snap)
         self.clock.update_from(snap)
-        self.go_action.setText(self.clock.go.text())
+        self.menus.go.setText(self.clock.go.text())
         self.monitor.update_from(snap)
         self.cast.set_cast(snap.roles, snap.voices, snap.cast_why)
         self.cast.set_levels(snap.levels)
@@ -178,7 +198,7 @@ class MainWindow(QMainWindow):
 
         def load(options: ImportOptions) -> None:
             try:
-                future = self.engine.begin_load(path, options=options)
+                future = self.troupe.projects.load(path, options=options)
             except TroupeError as exc:
                 self.banner.show_message(str(exc))
                 return
@@ -196,7 +216,7 @@ class MainWindow(QMainWindow):
             return False
         serial = self.banner.serial
         try:
-            future = self.engine.begin_open_project(path)
+            future = self.troupe.projects.open(path)
         except TroupeError as exc:
             self.banner.show_message(str(exc))
             return False
@@ -229,12 +249,12 @@ class MainWindow(QMainWindow):
             self.open_project(path)
 
     def _fill_recent(self) -> None:
-        self.recent_menu.clear()
+        self.menus.recent.clear()
         for p in self.session.recent():
-            act = self.recent_menu.addAction(str(p))
+            act = self.menus.recent.addAction(str(p))
             act.triggered.connect(lambda _=False, path=p: self.open_paths([path]))
-        if not self.recent_menu.actions():
-            self.recent_menu.addAction("(none)").setEnabled(False)
+        if not self.menus.recent.actions():
+            self.menus.recent.addAction("(none)").setEnabled(False)
 
     def _opened(self, banner_serial: int) -> None:
         """A script or project became the show: old edits cannot be undone into it, and an
@@ -262,13 +282,12 @@ class MainWindow(QMainWindow):
         origin = self.session.origin(path)
         serial = self.banner.serial
         try:
-            future = self.engine.begin_open_project(path)
+            future = self.troupe.projects.recover(path, origin)
         except TroupeError as exc:
             self.banner.show_message(str(exc))
             return
 
         def opened(_script: Script) -> None:
-            self.engine.submit(lambda: setattr(self.engine, "project_path", origin))
             self.session.discard(path)
             self._opened(serial)
             where = f"Save goes to {origin}" if origin else "Save asks where to save it"
@@ -290,34 +309,34 @@ class MainWindow(QMainWindow):
 
     # --- director commands ------------------------------------------------------------
     def play(self) -> None:
-        self.with_output(self.engine.play)
+        self.with_output(self.troupe.transport.play)
 
     def go(self) -> None:
-        self.with_output(self.engine.go)
+        self.with_output(self.troupe.transport.go)
 
-    def with_output(self, then: Callable[[], None]) -> None:
+    def with_output(self, then: Callable[[], object]) -> None:
         """Run `then` once the audio output is open (opening it first if needed, without
         waiting on it here: the device may take a while, or fail with a message)."""
-        if self.engine.output_open:
+        if self.troupe.output.is_open:
             then()
             return
-        self.pending.watch(self.engine.begin_open_output(), "opening the audio output",
+        self.pending.watch(self.troupe.output.open(), "opening the audio output",
                            lambda msg: self.banner.show_message(f"audio output: {msg}"),
                            lambda _: then())  # fmt: skip
 
     def ensure_output(self) -> bool:
         """Open the output and wait for it (the --smoke self-test; slots use `with_output`)."""
-        if self.engine.output_open:
+        if self.troupe.output.is_open:
             return True
         try:
-            self.engine.open_output()
+            wait(self.troupe.output.open(), 30)
         except TroupeError as exc:
             self.banner.show_message(f"audio output: {exc}")
             return False
         return True
 
     def _device_chosen(self, index: int) -> None:
-        self.pending.watch(self.engine.begin_set_device(self.device_box.itemData(index)),
+        self.pending.watch(self.troupe.output.set_device(self.menus.devices.itemData(index)),
                            "switching the audio output",
                            lambda msg: self.banner.show_message(f"audio output: {msg}"))  # fmt: skip
 
@@ -327,7 +346,7 @@ class MainWindow(QMainWindow):
             self.banner.show_message("load a script first: an ad-lib is spoken by one of its roles")
             return
         try:
-            self.engine.adlib(role, text)
+            self.troupe.lines.adlib(role, text)
         except TroupeError as exc:
             self.banner.show_message(str(exc))
             return
@@ -337,18 +356,18 @@ class MainWindow(QMainWindow):
         row = self.cue_model.row_of(index)
         old = self.cue_model.cues[row].text if row >= 0 else ""
         try:
-            self.engine.edit_line(index, text)
+            self.troupe.lines.edit_line(index, text)
         except TroupeError as exc:
             self.banner.show_message(str(exc))
             return
-        self.undo.push(EditLine(self.engine, index, old, text))
+        self.undo.push(EditLine(self.troupe.lines, index, old, text))
 
     def _recast(self, role: str, changes: dict[str, object]) -> None:
         voice = self.cast.shown.get(role)
         if voice is None:
-            self.engine.set_voice(role, **changes)
+            self.troupe.casting.set_voice(role, **changes)
             return
-        self.undo.push(Recast(self.engine, role, voice_fields(voice, changes), dict(changes)))
+        self.undo.push(Recast(self.troupe.casting, role, voice_fields(voice, changes), dict(changes)))
 
     def selected_cue(self) -> int | None:
         cue = self.cues.selected()
@@ -363,20 +382,20 @@ class MainWindow(QMainWindow):
     def jump_to_selected(self) -> None:
         cue = self.selected_cue()
         if cue is not None:
-            self.engine.jump_to_cue(cue)
+            self.troupe.transport.jump_to_cue(cue)
 
     def _loop(self, on: bool) -> None:
         cue = self.selected_cue()
         if on and cue is None:
-            self.loop_action.setChecked(False)
+            self.menus.loop.setChecked(False)
             self.banner.show_message("select a cue of the scene to loop")
             return
         selected = self.cues.selected()
         scene = selected.scene if on and selected is not None else None
-        self.engine.loop_scene(scene)
+        self.troupe.transport.loop_scene(scene)
 
     def _cue_stack(self, on: bool) -> None:
-        self.engine.set_cue_stack(on)
+        self.troupe.transport.set_cue_stack(on)
 
     def _selected_adlib(self) -> int | None:
         cue = self.cues.selected()
@@ -388,12 +407,12 @@ class MainWindow(QMainWindow):
     def _keep_adlib(self) -> None:
         index = self._selected_adlib()
         if index is not None:
-            self.undo.push(KeepAdlib(self.engine, index))
+            self.undo.push(KeepAdlib(self.troupe.lines, index))
 
     def _delete_adlib(self) -> None:
         index = self._selected_adlib()
         if index is not None:
-            self.undo.push(DeleteAdlib(self.engine, index))
+            self.undo.push(DeleteAdlib(self.troupe.lines, index))
 
     # --- export and voices (flows of their own) -------------------------------------------
     def render_dialog(self, stems: bool = False) -> RenderJob | None:
@@ -410,13 +429,13 @@ class MainWindow(QMainWindow):
     # --- engine lists -------------------------------------------------------------------
     def _voice_ids(self) -> list[str]:
         try:
-            return self.engine.voice_ids()
+            return self.troupe.casting.voice_ids()
         except TroupeError:
             return []
 
     def _devices(self) -> list[str]:
         try:
-            return self.engine.output_devices()
+            return self.troupe.output.devices()
         except TroupeError as exc:
             self.banner.show_message(f"audio output: {exc}")
             return []
@@ -426,7 +445,7 @@ class MainWindow(QMainWindow):
 
     def default_device_label(self) -> str:
         """What the output chooser's first entry says: the device the command line chose."""
-        device = self.engine.settings.output.device
+        device = self.troupe.output.device
         return "Default output" if device is None else f"{device} (as started)"
 
     def closeEvent(self, event: QCloseEvent) -> None:

@@ -7,7 +7,7 @@ from PySide6.QtCore import QRectF, QSize
 from PySide6.QtGui import QColor, QPainter, QPaintEvent
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-from engine.service import Level
+from engine.control import Level
 
 BOTTOM_DB = -60.0
 CLIP_PX = 8

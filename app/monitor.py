@@ -10,7 +10,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
 
 from app.axes import TimeAxis
-from engine.service import EngineSnapshot, Figures
+from engine.control import EngineSnapshot, Figures
 
 LATE_SCALE_MS = 50.0
 """The lateness plot shows at least 0..50 ms."""

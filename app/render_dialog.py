@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 import assets
-from engine.service import CueView, available_formats
+from engine.control import CueView, available_formats
 
 FORMAT_CHOICES = (("WAV", "wav", ".wav"), ("FLAC", "flac", ".flac"), ("MP3", "mp3", ".mp3"),
                   ("Opus", "opus", ".opus"), ("Audiobook (M4B, scenes as chapters)", "m4a", ".m4b"),

@@ -15,7 +15,7 @@ from PySide6.QtCore import QSettings, QStandardPaths, QTimer
 from PySide6.QtWidgets import QMainWindow
 
 from app.recovery import RecoveryOffer
-from engine.service import Engine
+from engine.control.project import Projects
 
 AUTOSAVE_MS = 30_000
 MAX_RECENT = 10
@@ -26,8 +26,8 @@ def _ignore_errors(future: Future[None]) -> None:
 
 
 class Session:
-    def __init__(self, engine: Engine, settings: QSettings, data_dir: Path | None = None) -> None:
-        self.engine = engine
+    def __init__(self, projects: Projects, settings: QSettings, data_dir: Path | None = None) -> None:
+        self.projects = projects
         self.settings = settings
         base = data_dir or Path(
             QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppDataLocation) or "."
@@ -82,12 +82,12 @@ class Session:
     def autosave(self) -> Future[None] | None:
         """Save the project (script path, cast, edits) to the autosave file, on the engine
         thread (the window does not wait); never raises. The future, or None with no script."""
-        if self.engine.script is None:
+        if self.projects.script is None:
             return None
-        origin = self.engine.project_path  # NB: one reference read
+        origin = self.projects.path  # NB: one reference read
         with contextlib.suppress(OSError):  # the next autosave tries again
             self.origin_path.write_text(str(origin or ""))
-        future = self.engine.begin_save_project(self.autosave_path, as_current=False)
+        future = self.projects.save(self.autosave_path, as_current=False)
         future.add_done_callback(_ignore_errors)  # a failed autosave waits for the next one
         return future
 

@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QPushButton, QSizePolicy, QWi
 
 from app.axes import clock_text
 from app.meters import LevelBar
-from engine.service import CueView, EngineSnapshot
+from engine.control import CueView, EngineSnapshot
 
 STATUS_COLOURS = {"playing": "#22c55e", "waiting for GO": "#facc15", "audio lost": "#ef4444",
                   "preparing": "#38bdf8",

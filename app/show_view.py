@@ -19,8 +19,8 @@ from PySide6.QtWidgets import (
 from app.cue_model import ADLIB_COLOUR, STATE_COLOURS
 from app.heatmap import HeatmapWidget
 from app.timeline import TimelineWidget
+from engine.control import EngineSnapshot
 from engine.core.types import Voice
-from engine.service import EngineSnapshot
 
 SCROLL_STEPS = 10
 """Scroll bar positions per row."""

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 from app.axes import RoleAxis, TimeAxis
 from app.cue_model import ADLIB_COLOUR, STATE_COLOURS, shown_state
 from app.rows import RowViewBox
-from engine.service import BUCKETS_PER_S, CueView
+from engine.control import BUCKETS_PER_S, CueView
 
 BAR_HEIGHT = 0.7
 FIRST_VIEW_S = 180.0

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.service import VoiceInfo
+from engine.control import VoiceInfo
 
 FAVOURITES_KEY = "voices/favourites"
 FAVOURITES = "★ Favourites"

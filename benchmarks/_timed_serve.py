@@ -21,7 +21,7 @@ from typing import Any
 
 from _common import ROOT
 
-from engine.scheduler.policy import PerBackend
+from engine.scheduler.policies import PerBackend
 
 PARTS = ("refresh", "pop", "push", "admit", "expire")
 _totals: dict[str, list[int]] = {}

@@ -25,8 +25,8 @@ from _common import ROOT, save, table
 
 from engine.audio_io.capture import Recorder
 from engine.audio_io.output import OutputSettings
+from engine.control import EngineSettings, Troupe
 from engine.scheduler import Request, State
-from engine.service import Engine, EngineSettings
 
 DEMO = ROOT / "assets" / "demo" / "the_last_broadcast.fountain"
 LINES = [
@@ -38,23 +38,23 @@ LINES = [
 
 def run(count: int, interval_s: float, audio_process: bool, device: str) -> dict[str, float | str | int]:
     settings = EngineSettings(output=OutputSettings(device=device), audio_process=audio_process)
-    engine = Engine(settings)
+    troupe = Troupe(settings)
     rng = random.Random(7)
     try:
-        roles = list(engine.load(DEMO).roles)
-        engine.open_output()
-        engine.play()
+        roles = list(troupe.projects.load(DEMO).result(60).roles)
+        troupe.output.open().result(60)
+        troupe.transport.play()
         time.sleep(1.0)  # the show is under way: its lines are queued and playing
         futures: list[Future[Request]] = []
         t_next = time.monotonic()
         for _ in range(count):
-            futures.append(engine.adlib(rng.choice(roles), rng.choice(LINES)))
+            futures.append(troupe.lines.adlib(rng.choice(roles), rng.choice(LINES)))
             t_next += interval_s
             time.sleep(max(0.0, t_next - time.monotonic()))
         reqs = [f.result(10) for f in futures]
-        underruns, xruns = engine.ring.underruns, engine.ring.xruns
+        underruns, xruns = troupe.engine.ring.underruns, troupe.engine.ring.xruns
     finally:
-        engine.close()
+        troupe.close()
     done = [r for r in reqs if r.state is State.DONE and r.t_placed]
     ring_ms = np.array([(r.t_placed - r.t_enqueued) * 1000 for r in done])
     heard_ms = np.array([(r.t_played - r.t_enqueued) * 1000 for r in done])
@@ -77,20 +77,20 @@ def run_recorded(count: int, device: str) -> dict[str, float | str | int]:
     still keeps the scheduler busy), one ad-lib at a time, each timed from the call to its
     first sample on the recorded JACK port."""
     rec = Recorder(max_seconds=count * 1.5 + 30)
-    engine = Engine(EngineSettings(output=OutputSettings(device=device)))
+    troupe = Troupe(EngineSettings(output=OutputSettings(device=device)))
     rng = random.Random(11)
     heard_ms, estimated_ms = [], []
     try:
-        roles = list(engine.load(DEMO).roles)
+        roles = list(troupe.projects.load(DEMO).result(60).roles)
         for role in roles:
-            engine.set_voice(role, mute=True)
-        engine.open_output()
+            troupe.casting.set_voice(role, mute=True)
+        troupe.output.open().result(60)
         rec.connect()
-        engine.play()
+        troupe.transport.play()
         time.sleep(1.0)
         for _ in range(count):
             t0 = time.monotonic()
-            r = engine.adlib("ADLIB", rng.choice(LINES)).result(10)
+            r = troupe.lines.adlib("ADLIB", rng.choice(LINES)).result(10)
             time.sleep(1.2)  # the line plays out (and the next starts from silence)
             start = rec.frame_at(t0)
             loud = np.flatnonzero(np.abs(rec.audio[start : rec.frames]).max(axis=1) > 0.01)
@@ -98,7 +98,7 @@ def run_recorded(count: int, device: str) -> dict[str, float | str | int]:
                 heard_ms.append(loud[0] / 48.0)
                 estimated_ms.append((r.t_played - r.t_enqueued) * 1000)
     finally:
-        engine.close()
+        troupe.close()
         rec.close()
     nan = float("nan")
     q = np.percentile(heard_ms, [50, 95]) if heard_ms else [nan, nan]

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import QApplication
 from app.main_window import MainWindow
 from app.timeline import TimelineWidget
 from engine.audio_io.output import OutputSettings
-from engine.service import CueView, Engine, EngineSettings
+from engine.control import CueView, EngineSettings, Troupe
 
 DEMO = ROOT / "assets" / "demo" / "the_last_broadcast.fountain"
 
@@ -51,10 +51,10 @@ def _long_show(folder: Path, n_roles: int = 0) -> Path:
 def run_window(app: QApplication, seconds: float, mode: str, device: str,
                n_roles: int = 0) -> list[dict[str, object]]:  # fmt: skip
     settings = EngineSettings(output=OutputSettings(device=device), audio_process=mode == "default")
-    engine = Engine(settings)
+    troupe = Troupe(settings)
     reference = ZeroStream(device) if mode == "default" else None
     tmp = Path(tempfile.mkdtemp())
-    window = MainWindow(engine, QSettings(str(tmp / "s.ini"), QSettings.Format.IniFormat), tmp)
+    window = MainWindow(troupe, QSettings(str(tmp / "s.ini"), QSettings.Format.IniFormat), tmp)
     window.resize(1600, 1000)
     window.show()
     window.open_script(_long_show(tmp, n_roles))
@@ -62,7 +62,7 @@ def run_window(app: QApplication, seconds: float, mode: str, device: str,
     if reference is not None:
         reference.start()
     rx0, rc0 = (reference.xruns, reference.callbacks) if reference else (0, 0)
-    u0, x0, c0 = engine.ring.underruns, engine.ring.xruns, engine.ring.callbacks
+    u0, x0, c0 = troupe.engine.ring.underruns, troupe.engine.ring.xruns, troupe.engine.ring.callbacks
     frames = 0
     t_end = time.monotonic() + seconds
     frame_ms, starts = [], []
@@ -77,17 +77,17 @@ def run_window(app: QApplication, seconds: float, mode: str, device: str,
         frames += 1
         next_frame = max(next_frame + 1 / 30, time.perf_counter() - 1 / 30)  # 30 Hz, no catch-up burst
         time.sleep(max(0.0, next_frame - time.perf_counter()))
-    ring = engine.ring
+    ring = troupe.engine.ring
     underruns, xruns, callbacks = ring.underruns - u0, ring.xruns - x0, ring.callbacks - c0
     rows: list[dict[str, object]] = []
     if reference is not None:
         rows.append({"mode": "reference", "seconds": seconds, "callbacks": reference.callbacks - rc0,
                      "ring_underruns": 0, "portaudio_xruns": reference.xruns - rx0})  # fmt: skip
         reference.stop()
-    roles = len(engine.script.roles) if engine.script else 0
+    roles = len(troupe.engine.script.roles) if troupe.engine.script else 0
     window.ask_on_close = False
     window.close()
-    engine.close()
+    troupe.close()
     return [{
         "mode": mode,
         "seconds": seconds, "roles": roles,

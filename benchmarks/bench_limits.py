@@ -19,9 +19,10 @@ from pathlib import Path
 from _common import save, table
 
 from engine.cast import Cast
+from engine.control import EngineSettings, Troupe
 from engine.script import import_unchecked
 from engine.script.limits import MAX_LINES, MAX_ROLES
-from engine.service import Engine, EngineSettings
+from engine.show.planner import plan
 
 BUDGET_MS = 100.0
 
@@ -43,13 +44,14 @@ def _ms(fn, repeats: int) -> float:  # type: ignore[no-untyped-def]
     return statistics.median(times)
 
 
-def measure(engine: Engine, path: Path, repeats: int) -> dict[str, float]:
+def measure(troupe: Troupe, path: Path, repeats: int) -> dict[str, float]:
     script = import_unchecked(path)  # past the limits, which `load` would refuse
-    engine.call(lambda: engine._install(script, Cast.auto(script), {}), 600)
-    show = engine.show
+    troupe.engine.call(lambda: troupe.engine.install(script, Cast.auto(script), {}), 600)
+    show = troupe.engine.show
     assert show is not None
-    snap = engine.call(lambda: _ms(engine._build_snapshot, repeats), 600)
-    replan = engine.call(lambda: _ms(show._replan, repeats), 600)
+    snap = troupe.engine.call(lambda: _ms(troupe.engine._build_snapshot, repeats), 600)
+    replan = troupe.engine.call(lambda: _ms(lambda: plan(show.timeline, show.pacing), repeats), 600)
+    engine = troupe.engine
     record = engine.call(lambda: _ms(lambda: (setattr(engine, "_last_history_t", 0.0), engine._record()),
                                      repeats), 600)  # fmt: skip
     return {"snapshot_ms": snap, "replan_ms": replan, "record_ms": record}
@@ -59,7 +61,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
-    engine = Engine(EngineSettings(neural=False))
+    troupe = Troupe(EngineSettings(neural=False))
     rows = []
     sizes = [(1_000, 20), (MAX_LINES, 50), (20_000, 50), (50_000, 50),
              (2_000, MAX_ROLES), (4_000, 2_000), (10_000, 5_000)]  # fmt: skip
@@ -67,14 +69,14 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as folder:
             for lines, roles in sizes:
                 row: dict[str, float | str] = {"lines": lines, "roles": roles}
-                row.update(measure(engine, _script(Path(folder), lines, roles), args.repeats))
+                row.update(measure(troupe, _script(Path(folder), lines, roles), args.repeats))
                 worst = max(float(row["snapshot_ms"]), float(row["replan_ms"]), float(row["record_ms"]))
                 row["budget_ms"] = BUDGET_MS
                 row["within"] = "yes" if worst <= BUDGET_MS else "NO"
                 rows.append(row)
                 print(table(rows[-1:], list(row)), flush=True)
     finally:
-        engine.close()
+        troupe.close()
     print()
     print(table(rows, list(rows[0])))
     print(f"limits: {MAX_LINES} lines, {MAX_ROLES} roles")

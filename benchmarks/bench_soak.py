@@ -22,7 +22,7 @@ import numpy as np
 from _common import ROOT, descendants, rss_kib, save, table
 
 from engine.audio_io.output import OutputSettings, terminate_portaudio
-from engine.service import Engine, EngineSettings
+from engine.control import EngineSettings, Troupe
 
 SOURCE = ROOT / "tests" / "data" / "samples" / "radio_play.txt"
 TARGET_MB_PER_MIN = 1.0
@@ -46,20 +46,20 @@ def _long_script(minutes: float, folder: Path) -> Path:
 def soak(mode: str, minutes: float, device: str, script: Path) -> dict[str, float | str]:
     settings = EngineSettings(output=OutputSettings(device=device), audio_process=mode == "audio_process",
                               neural=False)  # fmt: skip
-    engine = Engine(settings)
+    troupe = Troupe(settings)
     samples: list[tuple[float, float]] = []
     adlibs = failed_adlibs = 0
     try:
-        engine.load(script)
-        engine.open_output()
-        engine.play()
+        troupe.projects.load(script).result(60)
+        troupe.output.open().result(60)
+        troupe.transport.play()
         t0 = time.monotonic()
         next_adlib = next_sample = t0
         while (now := time.monotonic()) - t0 < minutes * 60:
             if now >= next_adlib:
                 next_adlib += ADLIB_EVERY_S
                 try:
-                    engine.adlib("ELSA", f"Aside number {adlibs}, spoken over the show.")
+                    troupe.lines.adlib("ELSA", f"Aside number {adlibs}, spoken over the show.")
                     adlibs += 1
                 except Exception:
                     failed_adlibs += 1
@@ -67,9 +67,9 @@ def soak(mode: str, minutes: float, device: str, script: Path) -> dict[str, floa
                 next_sample += SAMPLE_EVERY_S
                 samples.append(((now - t0) / 60, _rss_mb(os.getpid())))
             time.sleep(0.05)
-        snap = engine.snapshot()
+        snap = troupe.monitor.snapshot()
     finally:
-        engine.close()
+        troupe.close()
     late = snap.figures.deadline_misses
     failed = sum(c.state == "failed" for c in snap.cues)
     steady = [(m, r) for m, r in samples if m >= min(1.0, minutes / 3)]
@@ -80,7 +80,7 @@ def soak(mode: str, minutes: float, device: str, script: Path) -> dict[str, floa
         "slope_mb_per_min": slope, "target_mb_per_min": TARGET_MB_PER_MIN,
         "underruns": snap.figures.underruns, "xruns": snap.figures.xruns, "late": late, "failed": failed,
         "adlibs": adlibs, "adlibs_refused": failed_adlibs, "playhead_s": snap.playhead_s,
-        "output_losses": engine.guard.losses,
+        "output_losses": troupe.engine.guard.losses,
         "ok": "yes" if slope <= TARGET_MB_PER_MIN and failed == 0 else "NO",
     }  # fmt: skip
 

@@ -9,6 +9,7 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from engine.audio_io.guard import OutputGuard
 from engine.audio_io.ring import MixRing
 from engine.cast import Cast
 from engine.core.types import SAMPLE_RATE_HZ, Script, Voice
@@ -18,7 +19,7 @@ from engine.mixer.envelope import EnvelopeCache
 from engine.mixer.meters import WINDOW_FRAMES, Level, Meters, role_signals
 from engine.scheduler import Scheduler
 from engine.show import Show
-from engine.show_tracks import HEARD, CueTrack
+from engine.show.tracks import HEARD, CueTrack
 
 HISTORY_COLUMNS = 600
 """Priority heatmap width: 30 s at one column per 50 ms scheduler tick."""
@@ -140,25 +141,21 @@ class SnapshotSource(Protocol):
     meters: Meters
     envelopes: EnvelopeCache
 
-    @property
-    def output_open(self) -> bool: ...
-
-    @property
-    def output_lost(self) -> str: ...
-
-    @property
-    def block_frames(self) -> int: ...
+    guard: OutputGuard
+    """The audio output (None while closed) and why it was lost ('' when it plays)."""
 
 
-def build_snapshot(engine: SnapshotSource, version: int) -> EngineSnapshot:
-    """Everything the GUI draws, read from the engine at one moment (on its thread)."""
+def build_snapshot(engine: SnapshotSource, version: int, block_frames: int) -> EngineSnapshot:
+    """Everything the GUI draws, read from the engine at one moment (on its thread);
+    `block_frames`: the output's frames per callback."""
     show = engine.show
+    output_open, output_lost = engine.guard.output is not None, engine.guard.lost
     if show is None or engine.script is None:
-        return EngineSnapshot(version=version, output_open=engine.output_open, output_lost=engine.output_lost)
+        return EngineSnapshot(version=version, output_open=output_open, output_lost=output_lost)
     shown = show.tracks + [t for t in show.adlibs.tracks if not t.deleted]
     cues = tuple(_cue_view(show, t) for t in shown)
     times = engine.ring.callback_times_ns()[-512:]
-    block_ns = engine.block_frames / SAMPLE_RATE_HZ * 1e9
+    block_ns = block_frames / SAMPLE_RATE_HZ * 1e9
     figures = Figures(
         adlib_p50_ms=engine.adlib_ms.percentile(50), adlib_p95_ms=engine.adlib_ms.percentile(95),
         audible_p50_ms=engine.audible_ms.percentile(50), audible_p95_ms=engine.audible_ms.percentile(95),
@@ -176,8 +173,8 @@ def build_snapshot(engine: SnapshotSource, version: int) -> EngineSnapshot:
     points = tuple((t.start_s, t.late_ms, t.late_ms > 0) for t in heard if t.start_s is not None)
     return EngineSnapshot(
         version=version, title=engine.script.title, path=engine.script.path,
-        playing=engine.ring.playing and engine.output_open, output_open=engine.output_open,
-        output_lost=engine.output_lost,
+        playing=engine.ring.playing and output_open, output_open=output_open,
+        output_lost=output_lost,
         playhead_s=show.playhead_s, end_s=show.end_s, cues=cues, roles=tuple(engine.script.roles),
         voices={r: engine.cast[r] for r in engine.script.roles},
         cast_why=dict(engine.cast.why),
@@ -186,7 +183,7 @@ def build_snapshot(engine: SnapshotSource, version: int) -> EngineSnapshot:
         figures=figures, latency_points=points[-400:], cue_stack=show.cue_stack, go_cue=show.go_cue,
         levels=engine.meters.roles, master=engine.meters.master,
         envelopes=engine.envelopes.update((t.cue.index, t) for t in shown),
-        status=_status(show.status, engine.output_open, engine.output_lost),
+        status=_status(show.status, output_open, output_lost),
     )  # fmt: skip
 
 

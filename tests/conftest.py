@@ -25,6 +25,33 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("TROUPE_TAKE_CACHE", "off")
 
 
+KINDS = ("gui", "jack", "cluster", "slow")
+"""What keeps a test out of `-m fast`: the window, the JACK dummy server, a Ray cluster, or
+seconds of work (marked `slow` where it is written)."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test by what it needs: `gui` (tests/app), `jack` (the JACK dummy device),
+    and `fast` for the rest (`pytest -m fast`: the quick loop while working)."""
+    for item in items:
+        if "tests/app/" in item.nodeid or item.nodeid.startswith("app/"):
+            item.add_marker(pytest.mark.gui)
+        if "jack_device" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.jack)
+        if not any(item.get_closest_marker(kind) for kind in KINDS):
+            item.add_marker(pytest.mark.fast)
+
+
+@pytest.fixture(autouse=True)
+def fresh_speeds() -> Iterator[None]:
+    """Each test starts from the prior speaking speeds (engine/core/timing.py): what an
+    earlier test's takes taught the process does not change another test's plan."""
+    from engine.core.timing import SPEEDS
+
+    SPEEDS.reset()
+    yield
+
+
 @pytest.fixture(scope="session")
 def testdata() -> Path:
     if not TESTDATA.is_dir():

@@ -29,6 +29,7 @@ def _troupe(env: dict[str, str], *argv: str) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_desktop_install_validates_registers_and_uninstalls(tmp_path: Path) -> None:
     for tool in ("desktop-file-validate", "xdg-mime", "update-mime-database"):
         if shutil.which(tool) is None:

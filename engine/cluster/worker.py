@@ -26,20 +26,11 @@ WARM_TEXT = "Ready."
 def local_synthesizers(processes: int = 1, neural: bool = False) -> dict[str, Synthesizer]:
     """This machine's synthesizers: espeak-ng (a pool of `processes`), and Kokoro and Piper
     when `neural` and their extra is installed here."""
-    from engine.synthesis.espeak import EspeakSynthesizer
-    from engine.synthesis.pool import EspeakPool
+    from engine.synthesis.build import NATURAL, SynthSpec, build_synthesizers
 
-    synths: dict[str, Synthesizer] = {
-        "espeak": EspeakPool(processes, niceness=0) if processes > 1 else EspeakSynthesizer()
-    }
-    if neural:
-        from engine.synthesis.kokoro import make_kokoro
-        from engine.synthesis.piper import make_piper
-
-        for name, synth in (("kokoro", make_kokoro()), ("piper", make_piper())):
-            if synth is not None:
-                synths[name] = synth
-    return synths
+    return build_synthesizers(
+        SynthSpec(processes, offline=True, natural=NATURAL if neural else None, cache=False)
+    )
 
 
 class SynthWorker:

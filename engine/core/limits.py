@@ -17,3 +17,10 @@ VOICE_LIMITS: dict[str, tuple[float, float]] = {
 def limit(name: str) -> tuple[float, float]:
     """(lowest, highest) for the voice field `name`."""
     return VOICE_LIMITS[name]
+
+
+def clamp(name: str, value: float) -> float:
+    """`value` brought within the voice field `name`'s limits (the one place a rate or a
+    pitch worked out from a delivery hint, SSML or a fit is held to what a voice takes)."""
+    lo, hi = VOICE_LIMITS[name]
+    return min(hi, max(lo, value))

@@ -21,7 +21,7 @@ from typing import IO
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.export.formats import ExportError, to_int
+from engine.export.formats import ExportError, describe, to_int
 
 BLOCK = 4096
 _LEVEL = 5
@@ -187,8 +187,6 @@ class SparseFlacWriter:
         try:
             self._f.write(data)
         except OSError as exc:
-            from engine.export.writers import describe
-
             raise describe(exc, self.where) from exc
 
     def _on_frame(self, _enc: int, buf: ctypes._Pointer, n: int, samples: int, _frame: int,  # type: ignore[type-arg]
@@ -288,8 +286,6 @@ class SparseFlacWriter:
             self._f.write(info)
             self._f.flush()
         except OSError as exc:
-            from engine.export.writers import describe
-
             raise describe(exc, self.where) from exc
 
     def abort(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import shutil
 import subprocess
@@ -148,3 +149,10 @@ def _pack24(wide: NDArray[np.int32]) -> NDArray[np.uint8]:
 
 def pcm_bytes(block: NDArray[np.float32], sample_format: str) -> bytes:
     return bytes(pcm_buffer(block, sample_format))
+
+
+def describe(exc: OSError, where: str) -> ExportError:
+    """`exc` as one line that names the file; "disk full" for ENOSPC and EDQUOT."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return ExportError(f"{where}: disk full (no space left on the device)")
+    return ExportError(f"{where}: cannot write ({exc.strerror or exc})")

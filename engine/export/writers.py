@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import errno
 import io
 import signal
 import struct
@@ -26,19 +25,13 @@ from engine.export.formats import (
     FORMATS,
     AudioFormat,
     ExportError,
+    describe,
     ffmpeg_path,
     pcm_buffer,
     pcm_bytes,
     require,
     to_int,
 )
-
-
-def describe(exc: OSError, where: str) -> ExportError:
-    """`exc` as one line that names the file; "disk full" for ENOSPC and EDQUOT."""
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return ExportError(f"{where}: disk full (no space left on the device)")
-    return ExportError(f"{where}: cannot write ({exc.strerror or exc})")
 
 
 class AudioWriter(Protocol):

@@ -13,8 +13,7 @@ import soundfile as sf
 from numpy.typing import NDArray
 
 from engine.export import AudioFormat, ExportError, FileWriter
-from engine.render.finishing import premaster_path
-from engine.render.outputs import OutputFiles, partial_path
+from engine.render.outputs import OutputFiles, partial_path, premaster_path
 
 
 @dataclass

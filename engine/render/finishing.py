@@ -30,10 +30,6 @@ class Normalised:
     """Role -> the normalised stem."""
 
 
-def premaster_path(out: Path) -> Path:
-    return out.with_name(out.name + ".premaster.flac")
-
-
 def normalise_into(out: Path, premaster: _Target, files: OutputFiles, measured_lufs: float,
                    target: LoudnessTarget, sample_format: str, progress: Progress | None,
                    stems: Mapping[str, tuple[_Target, Path]] = {},

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from engine.asr import DRIFT_BOUND_S, LineCheck, LineChecker, word_drift_s
 from engine.cast import Cast
-from engine.core.limits import VOICE_LIMITS
+from engine.core.limits import clamp
 from engine.core.types import Cue
 from engine.render.fitting import Fit, FitOptions, Slot, fit_line, plan_slots
 from engine.render.result import LineNotes
@@ -48,8 +48,7 @@ class LineFinisher:
 
     def _voice(self, cue: Cue, rate: float) -> Take:
         voice = delivered_voice(self.cast[cue.role], cue.hints)
-        lo, hi = VOICE_LIMITS["rate_wpm"]
-        voice = dataclasses.replace(voice, rate_wpm=int(min(hi, max(lo, round(voice.rate_wpm * rate)))))
+        voice = dataclasses.replace(voice, rate_wpm=int(clamp("rate_wpm", round(voice.rate_wpm * rate))))
         take = synthesize_takes(self.synth, [SynthRequest(cue.text, voice, cue.index)])[0]
         return delivered_take(take, cue.hints, self.synth.sample_rate_hz)
 

@@ -181,3 +181,7 @@ def stem_format(name: str) -> AudioFormat:
     if fmt is None or fmt.lossy or fmt.encoder not in ("wav", "sndfile"):
         raise ExportError(f"stems are written as flac or wav, not {name!r}")
     return fmt
+
+
+def premaster_path(out: Path) -> Path:
+    return out.with_name(out.name + ".premaster.flac")

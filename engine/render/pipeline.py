@@ -17,10 +17,9 @@ from engine.cast import Cast
 from engine.core.errors import TroupeError
 from engine.core.types import SAMPLE_RATE_HZ, Cue, Script
 from engine.export import FORMATS, SAMPLE_FORMATS, ExportError
-from engine.export.formats import format_for_path, require
-from engine.export.writers import describe
+from engine.export.formats import describe, format_for_path, require
 from engine.mixer import Clip, MixControls, Pacing
-from engine.render import finishing, sizing
+from engine.render import finishing, outputs, sizing
 from engine.render.captions import side_file, write_captions
 from engine.render.layout import StreamLayout
 from engine.render.listening import LineFinisher, Listening
@@ -208,7 +207,7 @@ class _Stream:
 
             self.meter = LoudnessMeter(self.rate)
             self.mix = files.open(
-                finishing.premaster_path(job.out), job.channels, self.rate, "s24", FORMATS["flac"]
+                outputs.premaster_path(job.out), job.channels, self.rate, "s24", FORMATS["flac"]
             )
         else:
             self.mix = files.open(job.out, job.channels, self.rate, job.sample_format)
@@ -227,7 +226,7 @@ class _Stream:
             self.job.stems.sample_format,
         )
         if self.meter is not None:
-            path, fmt, sample_format = finishing.premaster_path(path), FORMATS["flac"], "s24"
+            path, fmt, sample_format = outputs.premaster_path(path), FORMATS["flac"], "s24"
         return self.files.open(path, channels, self.rate, sample_format, fmt, sparse=True)
 
     def take(self, cue: Cue, audio: Mono | None, error: str | None, fallback: str | None,
@@ -342,7 +341,7 @@ def _write_clip(job: _Job, files: OutputFiles, clip: Clip) -> None:
     path = job.clip_path(clip.cue_index, clip.role)
     fmt, sample_format = stem_format(job.stems.format), job.stems.sample_format
     if job.loudness is not None:  # a lossless premaster: the clip takes the mix's gain after
-        path, fmt, sample_format = finishing.premaster_path(path), FORMATS["flac"], "s24"
+        path, fmt, sample_format = outputs.premaster_path(path), FORMATS["flac"], "s24"
         files.scratch.append(path)
     else:
         files.extra.append(path)

@@ -10,11 +10,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.core.timing import S_PER_CHAR
 from engine.core.types import SAMPLE_RATE_HZ
 from engine.synthesis.base import Mono
 
-PRIOR_S_PER_CHAR = 1 / 15
-"""A first guess of speaking time per character at rate 1 (espeak-ng at 175 wpm: ~15 chars/s)."""
+PRIOR_S_PER_CHAR = S_PER_CHAR
+"""A first guess of speaking time per character at rate 1 (engine/core/timing.py's prior)."""
 
 
 @dataclass(frozen=True)

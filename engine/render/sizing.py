@@ -9,12 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.cast import Cast
+from engine.core.timing import RATE_WPM, TAIL_S, spoken_length_s
 from engine.core.types import SAMPLE_RATE_HZ, Script
 from engine.export import AudioFormat, ExportError
 from engine.mixer import Pacing
 
-CHARS_PER_S_AT_175_WPM = 12.0
-"""Slower than espeak-ng's ~15 characters/s at 175 wpm, so the estimate errs on the large side."""
+LENGTH_MARGIN = 1.25
+"""Lines are counted this much longer than the one estimate (engine/core/timing.py) says, so
+the size errs on the large side."""
 FLAC_SPEECH_RATIO = 0.5
 """FLAC of voiced audio against raw PCM, with room to spare (a 10-hour espeak-ng mix measured 0.24)."""
 FLAC_SILENCE_RATIO = 0.01
@@ -42,8 +44,9 @@ def estimate_show(script: Script, cast: Cast, pacing: Pacing) -> ShowEstimate:
     voiced: dict[str, float] = {}
     total = pacing.lead_in_s
     for cue in script.cues:
-        rate = max(80, cast[cue.role].rate_wpm) if cue.role in cast.voices else 175
-        seconds = len(cue.text) / (CHARS_PER_S_AT_175_WPM * rate / 175)
+        voice = cast[cue.role] if cue.role in cast.voices else None
+        rate, backend = (voice.rate_wpm, voice.backend) if voice is not None else (RATE_WPM, "espeak")
+        seconds = (spoken_length_s(cue.text, rate, backend) - TAIL_S) * LENGTH_MARGIN
         voiced[cue.role] = voiced.get(cue.role, 0.0) + seconds
         total += seconds + pacing.scene_gap_s
         if cue.end_s is not None:

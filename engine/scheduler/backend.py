@@ -251,26 +251,15 @@ def standard_backends(processes: int = 1, neural: bool = True, warm_up: bool = T
     the background (unless `warm_up` is false: then it loads when first used, or when the
     owner warms it up), its failed lines falling back to espeak-ng; Piper voices likewise
     (the shipped one, and any in `TROUPE_PIPER_VOICES`)."""
-    from engine.synthesis.espeak import EspeakSynthesizer
-    from engine.synthesis.kokoro import make_kokoro, warm_up_in_background
-    from engine.synthesis.piper import make_piper
-    from engine.synthesis.pool import EspeakPool
-    from engine.synthesis.take_cache import with_cache
+    from engine.synthesis.build import NATURAL, SynthSpec, build_synthesizers
+    from engine.synthesis.kokoro import warm_up_in_background
 
-    synth: Synthesizer = EspeakPool(processes) if processes > 1 else EspeakSynthesizer()
-    backends = {"espeak": Backend(synth)}
-    kokoro = make_kokoro() if neural else None
-    if kokoro is not None:  # natural voices' takes are kept: a show opened again starts at once
-        kokoro = with_cache(kokoro)
-        backends["kokoro"] = Backend(kokoro, length_buckets=True)
+    synths = build_synthesizers(SynthSpec(processes, natural=NATURAL if neural else None))
+    backends = {"espeak": Backend(synths.pop("espeak"))}
+    for name, synth in synths.items():  # natural voices: batched by length, takes kept on disk
+        backends[name] = Backend(synth, length_buckets=True)
         if warm_up:
-            warm_up_in_background(kokoro)
-    piper = make_piper() if neural else None
-    if piper is not None:
-        piper = with_cache(piper)
-        backends["piper"] = Backend(piper, length_buckets=True)
-        if warm_up:
-            warm_up_in_background(piper)
+            warm_up_in_background(synth)
     return backends
 
 

@@ -1,14 +1,10 @@
-"""Scheduling policies: which queued request is served next.
+"""What every scheduling policy shares: the `Policy` protocol, its tuning (`PolicyConfig`)
+and the bookkeeping of queued requests (`Slot`, `Entries`).
 
-- role-aware (`engine.scheduler.role_aware`): ad-libs first, then by the director's weights
-  and age while every deadline stays feasible, earliest deadline first when it would not;
-  with admission control and shedding for requests a client is waiting on.
-- FIFO: arrival order; the baseline the benchmarks compare against.
-
-The scheduler keeps one queue per backend (`PerBackend`), so a decision for one backend never
-looks at another backend's work. Requests sit in the structures through a `_Slot` that is
-cleared when they leave: a stale heap entry holds no reference to a finished request or
-its audio.
+The policies themselves are `engine.scheduler.fifo` (arrival order, the baseline) and
+`engine.scheduler.role_aware`; `engine.scheduler.policies` makes one by name and keeps one
+queue per backend. Requests sit in a policy's structures through a `Slot` that is cleared
+when they leave: a stale heap entry holds no reference to a finished request or its audio.
 """
 
 from __future__ import annotations
@@ -21,7 +17,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from engine.scheduler.request import Request
-from engine.scheduler.urgency import urgency
 
 Accept = Callable[[Request], bool]
 LOOKAHEAD = 8
@@ -92,7 +87,7 @@ class Policy(Protocol):
     def expire(self, now: float) -> list[Request]: ...
 
 
-class _Slot:
+class Slot:
     """A request's place in a policy's structures; `r` is None once it has left."""
 
     __slots__ = ("audio_s", "cost", "crit", "crit_show", "crit_spare", "held", "r", "seq", "weight")
@@ -102,7 +97,7 @@ class _Slot:
         self.seq = seq
         self.weight = 0.0
         self.cost = 0.0
-        """Estimated backend seconds (what `_Entries.charge` counted for its role)."""
+        """Estimated backend seconds (what `Entries.charge` counted for its role)."""
         self.audio_s = 0.0
         """Estimated spoken seconds (what the role-aware admission index counted)."""
         self.crit = -1
@@ -117,30 +112,30 @@ class _Slot:
         scan."""
 
 
-class _Entries:
+class Entries:
     """The live slots by request id; a re-queued request (a retry) gets a fresh slot."""
 
     def __init__(self) -> None:
         self._seq = itertools.count()
-        self.slots: dict[int, _Slot] = {}
+        self.slots: dict[int, Slot] = {}
         self.work: dict[str, float] = {}
         """Queued synthesis time by role (s): what `charge` added, less what left."""
         self.total = 0.0
         """The sum of `work`."""
 
-    def issue(self, r: Request) -> _Slot:
+    def issue(self, r: Request) -> Slot:
         self.retire(r)
-        slot = self.slots[r.id] = _Slot(r, next(self._seq))
+        slot = self.slots[r.id] = Slot(r, next(self._seq))
         return slot
 
-    def charge(self, slot: _Slot, cost_s: float) -> None:
+    def charge(self, slot: Slot, cost_s: float) -> None:
         """Record a queued request's estimated synthesis time."""
         assert slot.r is not None
         slot.cost = cost_s
         self.work[slot.r.role] = self.work.get(slot.r.role, 0.0) + cost_s
         self.total += cost_s
 
-    def retire(self, r: Request) -> _Slot | None:
+    def retire(self, r: Request) -> Slot | None:
         slot = self.slots.pop(r.id, None)
         if slot is not None:
             slot.r = None  # NB: every stale entry pointing at this slot now holds nothing
@@ -158,175 +153,10 @@ class _Entries:
         return [s.r for s in sorted(self.slots.values(), key=lambda s: s.seq) if s.r is not None]
 
 
-class FifoPolicy:
-    """Serve in arrival order; no admission control, nothing shed (the baseline)."""
-
-    name = "fifo"
-
-    def __init__(self, config: PolicyConfig | None = None) -> None:
-        self._q: deque[_Slot] = deque()
-        self._e = _Entries()
-        self._oldest: dict[str, deque[_Slot]] = {}
-        self.config = config or PolicyConfig()
-
-    def push(self, r: Request) -> None:
-        slot = self._e.issue(r)
-        self._q.append(slot)
-        self._oldest.setdefault(r.role, deque()).append(slot)
-
-    def pop(self, now: float, accept: Accept | None = None) -> Request | None:
-        skipped: list[_Slot] = []
-        found = None
-        while self._q:
-            slot = self._q.popleft()
-            if slot.r is None:
-                continue
-            if accept is None or accept(slot.r):
-                found = slot.r
-                break
-            skipped.append(slot)
-            if len(skipped) >= LOOKAHEAD:  # only batch-filling pops pass `accept`
-                break
-        self._q.extendleft(reversed(skipped))
-        if found is not None:
-            self._e.retire(found)
-        return found
-
-    def discard(self, r: Request) -> bool:
-        return self._e.retire(r) is not None
-
-    def __len__(self) -> int:
-        return self._e.live
-
-    def pending(self) -> Iterator[Request]:
-        return iter(self._e.in_order())
-
-    def reweight(self, weights: Mapping[str, float]) -> None:
-        pass
-
-    def forget(self, roles: Iterable[str]) -> None:
-        pass
-
-    def reindex(self) -> None:
-        live = self._e.in_order()
-        self._q.clear()
-        self._oldest.clear()
-        self._e = _Entries()
-        for r in live:
-            self.push(r)
-
-    def refresh(self, now: float) -> None:
-        if len(self._q) > 2 * self._e.live + LOOKAHEAD:
-            self.reindex()  # drop stale entries
-
-    def admit(self, r: Request, now: float) -> float:
-        return 0.0
-
-    def expire(self, now: float) -> list[Request]:
-        return []
-
-    def role_priorities(self, now: float, roles: Mapping[str, float]) -> dict[str, float]:
-        """Each role's urgency (see `engine.scheduler.urgency`); FIFO keeps no estimates,
-        so a role's slack is its oldest line's time to its deadline."""
-        out = dict.fromkeys(roles, 0.0)
-        for role, oldest in oldest_per_role(self._oldest):
-            out[role] = urgency(oldest.deadline_s - now)
-        return out
-
-    def role_work(self) -> dict[str, float]:
-        return dict(self._e.work)
-
-
-def oldest_per_role(queues: dict[str, deque[_Slot]]) -> Iterator[tuple[str, Request]]:
+def oldest_per_role(queues: dict[str, deque[Slot]]) -> Iterator[tuple[str, Request]]:
     """Each role's longest-waiting live request; stale heads are dropped on the way."""
     for role, q in queues.items():
         while q and q[0].r is None:
             q.popleft()
         if q and q[0].r is not None:
             yield role, q[0].r
-
-
-class PerBackend:
-    """One policy queue per backend: a pop for espeak-ng never scans Kokoro's backlog."""
-
-    def __init__(self, make: Callable[[str], Policy]) -> None:
-        """`make(backend)` makes the queue of one backend."""
-        self._make = make
-        self.queues: dict[str, Policy] = {}
-        self.name = make("").name
-
-    def queue(self, backend: str) -> Policy:
-        q = self.queues.get(backend)
-        if q is None:
-            q = self.queues[backend] = self._make(backend)
-        return q
-
-    def push(self, r: Request) -> None:
-        self.queue(r.backend).push(r)
-
-    def pop(self, backend: str, now: float, accept: Accept | None = None) -> Request | None:
-        q = self.queues.get(backend)
-        return q.pop(now, accept) if q is not None and len(q) else None
-
-    def discard(self, r: Request) -> bool:
-        q = self.queues.get(r.backend)
-        if q is not None and q.discard(r):
-            return True
-        return any(other.discard(r) for other in self.queues.values() if other is not q)
-
-    def __len__(self) -> int:
-        return sum(len(q) for q in self.queues.values())
-
-    def depth(self, backend: str) -> int:
-        q = self.queues.get(backend)
-        return len(q) if q is not None else 0
-
-    def pending(self) -> Iterator[Request]:
-        return itertools.chain.from_iterable(q.pending() for q in list(self.queues.values()))
-
-    def reweight(self, weights: Mapping[str, float]) -> None:
-        for q in self.queues.values():
-            q.reweight(weights)
-
-    def forget(self, roles: Iterable[str]) -> None:
-        roles = list(roles)
-        for q in self.queues.values():
-            q.forget(roles)
-
-    def reindex(self) -> None:
-        for q in self.queues.values():
-            q.reindex()
-
-    def refresh(self, now: float) -> None:
-        for q in self.queues.values():
-            q.refresh(now)
-
-    def admit(self, r: Request, now: float) -> float:
-        return self.queue(r.backend).admit(r, now)
-
-    def expire(self, now: float) -> list[Request]:
-        return [r for q in self.queues.values() for r in q.expire(now)]
-
-    def role_priorities(self, now: float, roles: Mapping[str, float]) -> dict[str, float]:
-        out = dict.fromkeys(roles, 0.0)
-        for q in self.queues.values():
-            for role, p in q.role_priorities(now, roles).items():
-                out[role] = max(out.get(role, 0.0), p)
-        return out
-
-    def role_work(self) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for q in self.queues.values():
-            for role, w in q.role_work().items():
-                out[role] = out.get(role, 0.0) + w
-        return out
-
-
-def make_policy(name: str, config: PolicyConfig | None = None) -> Policy:
-    from engine.scheduler.role_aware import RoleAwarePolicy
-
-    if name == "fifo":
-        return FifoPolicy(config)
-    if name in ("role_aware", "role-aware"):
-        return RoleAwarePolicy(config)
-    raise ValueError(f"unknown scheduling policy {name!r}; expected 'role_aware' or 'fifo'")

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from engine.core.clock import Clock, monotonic
-from engine.core.timing import spoken_length_s
+from engine.core.timing import SPEEDS, spoken_length_s
 from engine.core.types import Voice
 from engine.synthesis.base import Mono
 
@@ -95,16 +95,17 @@ class Request:
     are never given up (infinite)."""
     on_done: Callable[[Request], None] | None = None
     """Called on the engine thread when the request ends (done, failed or shed)."""
-    _est: tuple[str, float, float] | None = field(default=None, repr=False)
+    _est: tuple[str, float, str, int, float] | None = field(default=None, repr=False)
 
     @property
     def est_audio_s(self) -> float:
-        """Spoken length estimated from the words and the voice's rate (kept until either
-        changes: the role-aware policy asks for every queued line at each tick)."""
-        rate, e = self.voice.rate_wpm, self._est
-        if e is None or e[0] is not self.text or e[1] != rate:
-            e = self._est = (self.text, rate, spoken_length_s(self.text, rate))
-        return e[2]
+        """Spoken length estimated from the text, the voice's rate and its backend's learnt
+        speed (kept until one of them changes: the role-aware policy asks for every queued
+        line at each tick)."""
+        rate, backend, version, e = self.voice.rate_wpm, self.backend, SPEEDS.version, self._est
+        if e is None or e[0] is not self.text or e[1] != rate or e[2] != backend or e[3] != version:
+            e = self._est = (self.text, rate, backend, version, spoken_length_s(self.text, rate, backend))
+        return e[4]
 
     @property
     def give_up_at_s(self) -> float:

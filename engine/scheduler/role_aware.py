@@ -39,11 +39,11 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from engine.scheduler.cost_index import CostIndex
-from engine.scheduler.policy import LOOKAHEAD, Accept, PolicyConfig, _Entries, _Slot
+from engine.scheduler.policy import LOOKAHEAD, Accept, Entries, PolicyConfig, Slot
 from engine.scheduler.request import CLASS_FACTOR, Request, RequestClass
 from engine.scheduler.urgency import urgency
 
-_Entry = tuple[float, int, _Slot]
+_Entry = tuple[float, int, Slot]
 _Judged = tuple[float, int, _Entry, float, float, bool]
 """A scanned line as the deadline passes read it: (deadline, seq, entry, cost, latency less
 cost, a show's line). The passes read these, built in the scan, instead of each going back
@@ -89,13 +89,13 @@ class RoleAwarePolicy:
         self._clear()
 
     def _clear(self) -> None:
-        self._e = _Entries()
-        self._adlib: deque[_Slot] = deque()
+        self._e = Entries()
+        self._adlib: deque[Slot] = deque()
         self._edf: list[_Entry] = []
         self._lo = 0
         """Where the deadline order's live part starts: the entries before it have left (a
         decision moves this on instead of shifting the whole list; the tick's scan drops them)."""
-        self._recent: tuple[deque[tuple[float, float, _Slot]], deque[tuple[float, float, _Slot]]] = (
+        self._recent: tuple[deque[tuple[float, float, Slot]], deque[tuple[float, float, Slot]]] = (
             deque(),
             deque(),
         )
@@ -251,7 +251,7 @@ class RoleAwarePolicy:
         return slot.r if slot is not None else None
 
     @staticmethod
-    def _top_slot(heap: list[_Entry]) -> _Slot | None:
+    def _top_slot(heap: list[_Entry]) -> Slot | None:
         """The heap's first live slot (its `r` is set), stale entries popped on the way."""
         while heap:
             slot = heap[0][2]

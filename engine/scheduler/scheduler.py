@@ -16,8 +16,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from engine.core.errors import Overloaded, QueueFull
+from engine.core.timing import SPEEDS
 from engine.scheduler.backend import Backend, Batch
-from engine.scheduler.policy import PerBackend, Policy, PolicyConfig, make_policy
+from engine.scheduler.policies import PerBackend, make_policy
+from engine.scheduler.policy import Policy, PolicyConfig
 from engine.scheduler.request import Clock, Request, RequestClass, State, monotonic
 from engine.scheduler.role_aware import RoleAwarePolicy
 
@@ -298,6 +300,9 @@ class Scheduler:
                     continue  # its client left while it was voiced: drop the audio
                 r.audio, r.state = audio, State.DONE
                 r.t_first_chunk = r.t_done = batch.t_end
+                SPEEDS.learn(
+                    batch.backend, r.text, r.voice.rate_wpm, len(audio) / backend.synth.sample_rate_hz
+                )
                 self.stats.done += 1
                 self.stats.deadline_misses += r.t_done > r.deadline_s
                 ended.append(r)

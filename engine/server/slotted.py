@@ -19,15 +19,16 @@ import numpy as np
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
+from engine.core.timing import SPEEDS
 from engine.core.types import SAMPLE_RATE_HZ, Voice
 from engine.render.fitting import trim_tail
-from engine.render.rhythm import PRIOR_S_PER_CHAR, ChunkTiming, LoopSettings, RateModel, SlotLoop, Step
+from engine.render.rhythm import ChunkTiming, LoopSettings, RateModel, SlotLoop, Step
 from engine.scheduler import RequestClass
 from engine.server.audio_out import StreamEncoder
 from engine.server.errors import BadField
 from engine.server.flow import unless_disconnected
 from engine.server.speech import SpeechService
-from engine.show_fit import PRIOR_RATE_WPM, at_rate
+from engine.show.fit import PRIOR_RATE_WPM, at_rate
 from engine.synthesis import ssml
 from engine.synthesis.base import Mono
 from engine.synthesis.text import split_chunks
@@ -115,7 +116,7 @@ class SpeedMemory:
     def prior_s_per_char(self, voice: Voice) -> float:
         """The first guess for `voice` at its own rate."""
         with self._lock:
-            base = self._s_per_char.get(self._key(voice), PRIOR_S_PER_CHAR)
+            base = self._s_per_char.get(self._key(voice), SPEEDS.s_per_char(voice.backend))
         return base * PRIOR_RATE_WPM / max(1, voice.rate_wpm)
 
     def learn(self, voice: Voice, s_per_char: float) -> None:

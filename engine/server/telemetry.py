@@ -6,20 +6,17 @@ import contextlib
 import logging
 import math
 import time
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from engine.metrics import Rolling
-from engine.scheduler import Request, RequestClass, State
+from engine.metrics import AnomalyDetector, Rolling
+from engine.scheduler import Request, RequestClass, Scheduler, State
 from engine.scheduler.backend import Batch
 from engine.server.cluster_metrics import ClusterGauges
 from engine.server.tracing import make_tracer
 from engine.synthesis.gpu import gpu_memory
-
-if TYPE_CHECKING:
-    from engine.server.speech import SpeechService
 
 log = logging.getLogger("troupe.server")
 GPU_EVERY_S = 1.0
@@ -33,10 +30,19 @@ WINDOWS_S = (10.0, 60.0)
 QUANTILES = (0.5, 0.95, 0.99)
 
 
+class Served(Protocol):
+    """What the metrics read of the speech service."""
+
+    scheduler: Scheduler
+    anomalies: AnomalyDetector
+    cluster: Any
+    """The Ray cluster's handle (its `head`), or None on one machine."""
+
+
 class Telemetry:
     """Owns one registry; the engine thread updates it, `/metrics` reads it."""
 
-    def __init__(self, service: SpeechService) -> None:
+    def __init__(self, service: Served) -> None:
         self.service = service
         self.registry = CollectorRegistry()
         r = self.registry

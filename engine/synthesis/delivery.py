@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.core.errors import CastError
-from engine.core.limits import VOICE_LIMITS
+from engine.core.limits import clamp
 from engine.core.types import Voice
 from engine.synthesis.base import Mono, Take, retimed
 from engine.synthesis.effects import FILTERS
@@ -124,11 +124,6 @@ def delivery_for(hints: Iterable[str]) -> Delivery:
     return out
 
 
-def _clamp(name: str, value: float) -> float:
-    lo, hi = VOICE_LIMITS[name]
-    return min(hi, max(lo, value))
-
-
 def delivered_voice(voice: Voice, hints: Iterable[str]) -> Voice:
     """The role's voice for a line with these hints: rate, pitch; whisper on espeak-ng."""
     d = delivery_for(hints)
@@ -140,8 +135,8 @@ def delivered_voice(voice: Voice, hints: Iterable[str]) -> Voice:
     return dataclasses.replace(
         voice,
         voice_id=voice_id,
-        rate_wpm=int(_clamp("rate_wpm", voice.rate_wpm * d.rate)),
-        pitch=int(_clamp("pitch", voice.pitch + d.pitch)),
+        rate_wpm=int(clamp("rate_wpm", voice.rate_wpm * d.rate)),
+        pitch=int(clamp("pitch", voice.pitch + d.pitch)),
     )
 
 

@@ -32,7 +32,7 @@ def stand_in(voice: Voice) -> Voice:
     if voice.backend == "espeak":
         return voice
     if voice.backend == "piper":  # the voice's gender, unless the role's timbre moved it
-        from engine.synthesis.piper import voice_gender
+        from engine.synthesis.piper.names import voice_gender
 
         gender = voice_gender(voice.voice_id)[:1]
         gender = "f" if voice.pitch_range >= 60 else "m" if voice.pitch_range <= 40 else gender

@@ -16,7 +16,7 @@ from typing import Any
 from xml.parsers import expat
 
 from engine.core.errors import TroupeError
-from engine.core.limits import VOICE_LIMITS
+from engine.core.limits import clamp
 from engine.core.types import Voice
 
 MAX_BREAK_S = 10.0
@@ -212,7 +212,6 @@ def looks_like_ssml(text: str) -> bool:
 
 def voice_for(voice: Voice, prosody: Prosody) -> Voice:
     """The role's voice under `prosody` (rate and pitch; volume is `gain_db`, for the caller)."""
-    lo, hi = VOICE_LIMITS["rate_wpm"]
-    rate = int(min(hi, max(lo, voice.rate_wpm * prosody.rate)))
-    pitch = int(min(100, max(0, voice.pitch + prosody.pitch_st * 50 / 6)))
+    rate = int(clamp("rate_wpm", voice.rate_wpm * prosody.rate))
+    pitch = int(clamp("pitch", voice.pitch + prosody.pitch_st * 50 / 6))
     return dataclasses.replace(voice, rate_wpm=rate, pitch=pitch)

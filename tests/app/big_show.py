@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.service import HISTORY_COLUMNS, CueView, EngineSnapshot
+from engine.control import HISTORY_COLUMNS, CueView, EngineSnapshot
 
 N_ROLES, N_LINES, N_SCENES = 50, 800, 20
 LINE_S = 4.0

@@ -13,7 +13,7 @@ from PySide6.QtCore import QCoreApplication, QEvent, QSettings
 from PySide6.QtWidgets import QMessageBox
 
 from app.main_window import MainWindow
-from engine.service import Engine, EngineSettings, EngineSnapshot
+from engine.control import EngineSettings, EngineSnapshot, Troupe
 
 
 @pytest.fixture(autouse=True)
@@ -31,8 +31,8 @@ def no_modal_prompts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 @pytest.fixture
-def engine() -> Iterator[Engine]:
-    e = Engine(EngineSettings(neural=False))  # the window's tests need no neural model loading
+def troupe() -> Iterator[Troupe]:
+    e = Troupe(EngineSettings(neural=False))  # the window's tests need no neural model loading
     yield e
     e.close()
 
@@ -41,9 +41,9 @@ def engine() -> Iterator[Engine]:
 def make_window(qtbot, tmp_path: Path):  # type: ignore[no-untyped-def]
     made: list[MainWindow] = []
 
-    def make(engine: Engine, source: object | None = None, data_dir: Path | None = None) -> MainWindow:
+    def make(troupe: Troupe, source: object | None = None, data_dir: Path | None = None) -> MainWindow:
         settings = QSettings(str(tmp_path / "troupe.ini"), QSettings.Format.IniFormat)
-        w = MainWindow(engine, settings, data_dir or tmp_path / "data", source)  # type: ignore[arg-type]
+        w = MainWindow(troupe, settings, data_dir or tmp_path / "data", source)  # type: ignore[arg-type]
         made.append(w)
         return w
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 
-from engine.service import HISTORY_COLUMNS, CueView, EngineSnapshot, Figures
+from engine.control import HISTORY_COLUMNS, CueView, EngineSnapshot, Figures
 
 
 def _cues(states: list[str]) -> tuple[CueView, ...]:
@@ -26,8 +26,8 @@ def _snapshot(version: int, states: list[str], priorities: np.ndarray, playhead_
     )  # fmt: skip
 
 
-def test_timeline_and_heatmap_follow_the_snapshots(qtbot, engine, make_window, fake_source) -> None:
-    w = make_window(engine, source=fake_source)
+def test_timeline_and_heatmap_follow_the_snapshots(qtbot, troupe, make_window, fake_source) -> None:
+    w = make_window(troupe, source=fake_source)
     w.bridge.stop()  # the test drives the polls
     pr = np.zeros((3, HISTORY_COLUMNS), np.float32)
     pr[0, -10:] = 0.9
@@ -71,8 +71,8 @@ def test_timeline_and_heatmap_follow_the_snapshots(qtbot, engine, make_window, f
     assert w.cue_model.data(w.cue_model.index(0, 4)).startswith("played +40")
 
 
-def test_unchanged_snapshot_is_not_redrawn(qtbot, engine, make_window, fake_source) -> None:
-    w = make_window(engine, source=fake_source)
+def test_unchanged_snapshot_is_not_redrawn(qtbot, troupe, make_window, fake_source) -> None:
+    w = make_window(troupe, source=fake_source)
     w.bridge.stop()
     fake_source.current = _snapshot(5, ["ready"], np.zeros((3, HISTORY_COLUMNS), np.float32), 0.0)
     seen = []
@@ -86,8 +86,8 @@ def test_unchanged_snapshot_is_not_redrawn(qtbot, engine, make_window, fake_sour
     assert all(isinstance(item, pg.BarGraphItem) for item in w.timeline.layers.values())
 
 
-def test_heatmap_maps_rows_to_roles_and_columns_to_time(qtbot, engine, make_window, fake_source) -> None:
-    w = make_window(engine, source=fake_source)
+def test_heatmap_maps_rows_to_roles_and_columns_to_time(qtbot, troupe, make_window, fake_source) -> None:
+    w = make_window(troupe, source=fake_source)
     w.bridge.stop()
     pr = np.zeros((3, HISTORY_COLUMNS), np.float32)
     pr[2, -1] = 1.0  # NARRATOR, newest column

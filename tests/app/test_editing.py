@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from app.editing import DeleteAdlib, KeepAdlib, Recast
 from app.main_window import DEMO
-from engine.service import Engine
+from engine.control import Troupe
 
 
 def _open_demo(qtbot, w) -> None:  # type: ignore[no-untyped-def]
@@ -17,37 +17,37 @@ def _open_demo(qtbot, w) -> None:  # type: ignore[no-untyped-def]
     qtbot.waitUntil(lambda: w.pending.idle and w.cue_model.rowCount() > 3)
 
 
-def test_line_edit_undo_and_redo(qtbot, engine: Engine, make_window) -> None:
-    w = make_window(engine)
+def test_line_edit_undo_and_redo(qtbot, troupe: Troupe, make_window) -> None:
+    w = make_window(troupe)
     _open_demo(qtbot, w)
     original = w.cue_model.cues[2].text
     assert w.undo.isClean()
     assert w.cue_model.setData(w.cue_model.index(2, 3), "A completely new line.")
-    qtbot.waitUntil(lambda: engine.show.tracks[2].cue.text == "A completely new line.")  # type: ignore[union-attr]
-    assert not w.undo.isClean() and w.undo_action.isEnabled()
-    w.undo_action.trigger()
-    qtbot.waitUntil(lambda: engine.show.tracks[2].cue.text == original)  # type: ignore[union-attr]
+    qtbot.waitUntil(lambda: troupe.engine.show.tracks[2].cue.text == "A completely new line.")  # type: ignore[union-attr]
+    assert not w.undo.isClean() and w.menus.undo.isEnabled()
+    w.menus.undo.trigger()
+    qtbot.waitUntil(lambda: troupe.engine.show.tracks[2].cue.text == original)  # type: ignore[union-attr]
     assert w.undo.isClean()
-    w.redo_action.trigger()
-    qtbot.waitUntil(lambda: engine.show.tracks[2].cue.text == "A completely new line.")  # type: ignore[union-attr]
+    w.menus.redo.trigger()
+    qtbot.waitUntil(lambda: troupe.engine.show.tracks[2].cue.text == "A completely new line.")  # type: ignore[union-attr]
 
 
-def test_cast_change_undo_merges_a_slider_drag(qtbot, engine: Engine, make_window) -> None:
-    w = make_window(engine)
+def test_cast_change_undo_merges_a_slider_drag(qtbot, troupe: Troupe, make_window) -> None:
+    w = make_window(troupe)
     _open_demo(qtbot, w)
     qtbot.waitUntil(lambda: "OWEN" in w.cast.shown)
-    before = engine.cast["OWEN"].weight
+    before = troupe.engine.cast["OWEN"].weight
     slider = w.cast.editor("OWEN", "weight")
     for value in (20, 40, 60):  # a drag: three changes, one undo step
         slider.setValue(value)  # type: ignore[attr-defined]
-    qtbot.waitUntil(lambda: engine.cast["OWEN"].weight == 6.0)
+    qtbot.waitUntil(lambda: troupe.engine.cast["OWEN"].weight == 6.0)
     assert w.undo.count() == 1
     pitch = w.cast.editor("OWEN", "pitch")
     pitch.setValue(pitch.value() + 10)  # type: ignore[attr-defined]
     assert w.undo.count() == 2
     w.undo.undo()
     w.undo.undo()
-    qtbot.waitUntil(lambda: engine.cast["OWEN"].weight == before)
+    qtbot.waitUntil(lambda: troupe.engine.cast["OWEN"].weight == before)
     qtbot.waitUntil(lambda: w.cast.shown["OWEN"].weight == before)  # the panel shows it too
 
 
@@ -83,20 +83,20 @@ def test_adlib_keep_and_delete_are_undone_through_the_engine() -> None:
     assert calls == [("keep", 14, True), ("keep", 14, False), ("delete", 14, True), ("delete", 14, False)]
 
 
-def _dirty(qtbot, w, engine: Engine) -> None:  # type: ignore[no-untyped-def]
+def _dirty(qtbot, w, troupe: Troupe) -> None:  # type: ignore[no-untyped-def]
     _open_demo(qtbot, w)
     w.cue_model.setData(w.cue_model.index(1, 3), "Changed.")
     assert not w.undo.isClean()
 
 
-def test_open_with_unsaved_changes_asks(qtbot, engine: Engine, make_window, monkeypatch, testdata: Path,
+def test_open_with_unsaved_changes_asks(qtbot, troupe: Troupe, make_window, monkeypatch, testdata: Path,
                                         no_modal_prompts: list[str]) -> None:  # fmt: skip
-    w = make_window(engine)
-    _dirty(qtbot, w, engine)
-    before = engine.script
+    w = make_window(troupe)
+    _dirty(qtbot, w, troupe)
+    before = troupe.engine.script
     monkeypatch.setattr(QMessageBox, "question", lambda *_a: QMessageBox.StandardButton.Cancel)
     assert not w.open_script(testdata / "brick_and_steel.fountain")  # cancelled: the show stays
-    assert engine.script is before and not w.undo.isClean()
+    assert troupe.engine.script is before and not w.undo.isClean()
     asked: list[str] = []
 
     def discard(_p: object, title: str, *_a: object) -> QMessageBox.StandardButton:
@@ -105,28 +105,31 @@ def test_open_with_unsaved_changes_asks(qtbot, engine: Engine, make_window, monk
 
     monkeypatch.setattr(QMessageBox, "question", discard)
     assert w.open_script(testdata / "brick_and_steel.fountain")
-    qtbot.waitUntil(lambda: engine.script is not before and w.pending.idle)
+    qtbot.waitUntil(lambda: troupe.engine.script is not before and w.pending.idle)
     assert asked == ["Unsaved changes"] and w.undo.isClean()
 
 
-def test_save_answer_saves_then_opens(qtbot, engine: Engine, make_window, monkeypatch, testdata: Path,
+def test_save_answer_saves_then_opens(qtbot, troupe: Troupe, make_window, monkeypatch, testdata: Path,
                                       tmp_path: Path) -> None:  # fmt: skip
-    w = make_window(engine)
-    _dirty(qtbot, w, engine)
+    w = make_window(troupe)
+    _dirty(qtbot, w, troupe)
     target = tmp_path / "show.troupe.json"
     monkeypatch.setattr(QMessageBox, "question", lambda *_a: QMessageBox.StandardButton.Save)
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *_a: (str(target), ""))
     assert not w.open_script(testdata / "brick_and_steel.fountain")  # not yet: saving first
     qtbot.waitUntil(
-        lambda: engine.script is not None and Path(engine.script.path).name == "brick_and_steel.fountain"
+        lambda: (
+            troupe.engine.script is not None
+            and Path(troupe.engine.script.path).name == "brick_and_steel.fountain"
+        )
     )
     assert target.exists() and "Changed." in target.read_text()
 
 
-def test_quit_with_unsaved_changes_can_be_cancelled(qtbot, engine: Engine, make_window, monkeypatch) -> None:
-    w = make_window(engine)
+def test_quit_with_unsaved_changes_can_be_cancelled(qtbot, troupe: Troupe, make_window, monkeypatch) -> None:
+    w = make_window(troupe)
     w.show()
-    _dirty(qtbot, w, engine)
+    _dirty(qtbot, w, troupe)
     monkeypatch.setattr(QMessageBox, "question", lambda *_a: QMessageBox.StandardButton.Cancel)
     w.close()
     assert w.isVisible()  # still open, edits kept
@@ -135,9 +138,9 @@ def test_quit_with_unsaved_changes_can_be_cancelled(qtbot, engine: Engine, make_
     assert not w.isVisible()
 
 
-def test_success_clears_an_old_error_and_has_its_own_style(qtbot, engine: Engine, make_window,
+def test_success_clears_an_old_error_and_has_its_own_style(qtbot, troupe: Troupe, make_window,
                                                            testdata: Path) -> None:  # fmt: skip
-    w = make_window(engine)
+    w = make_window(troupe)
     w.open_script(testdata / "bad_encoding.fountain")
     assert w.banner.isVisibleTo(w) and w.banner.kind == "error"
     _open_demo(qtbot, w)
@@ -146,8 +149,8 @@ def test_success_clears_an_old_error_and_has_its_own_style(qtbot, engine: Engine
     assert "#14532d" in w.banner.styleSheet()
 
 
-def test_view_menu_brings_back_every_dock(qtbot, engine: Engine, make_window) -> None:
-    w = make_window(engine)
+def test_view_menu_brings_back_every_dock(qtbot, troupe: Troupe, make_window) -> None:
+    w = make_window(troupe)
     view = next(m.menu() for m in w.menuBar().actions() if m.text() == "&View")
     texts = [a.text() for a in view.actions()]
     for dock in w.docks:

@@ -9,29 +9,29 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 
 from app.import_dialog import AUTOMATIC, ImportDialog
-from engine.service import Engine
+from engine.control import Troupe
 
 ROOT = Path(__file__).resolve().parents[2]
 SUBS = ROOT / "tests" / "data" / "subtitles"
 ARTIFACTS = ROOT / "tests" / "artifacts"
 
 
-def test_a_clean_script_opens_without_a_report(qtbot, engine: Engine, make_window, testdata: Path) -> None:
-    w = make_window(engine)
+def test_a_clean_script_opens_without_a_report(qtbot, troupe: Troupe, make_window, testdata: Path) -> None:
+    w = make_window(troupe)
     assert w.open_script(testdata / "brick_and_steel.fountain")
     assert w.import_dialog is None
-    qtbot.waitUntil(lambda: w.pending.idle and engine.script is not None)
+    qtbot.waitUntil(lambda: w.pending.idle and troupe.engine.script is not None)
 
 
-def test_karaoke_styles_are_chosen_in_the_report(qtbot, engine: Engine, make_window) -> None:
-    w = make_window(engine)
+def test_karaoke_styles_are_chosen_in_the_report(qtbot, troupe: Troupe, make_window) -> None:
+    w = make_window(troupe)
     w.resize(1366, 768)
     w.show()
     path = SUBS / "pyonfx_dangos_ed_karaoke.ass"
     assert w.open_script(path)
     dialog = w.import_dialog
     assert isinstance(dialog, ImportDialog) and dialog.isVisible()
-    assert engine.script is None  # nothing voiced before the director says so
+    assert troupe.engine.script is None  # nothing voiced before the director says so
     styles = [dialog.styles.item(k) for k in range(dialog.styles.count())]
     assert [s.text().split("  ")[0] for s in styles] == ["ED Romaji", "ED English"]
     assert "karaoke (9 of 9 lines)" in styles[0].text()
@@ -43,12 +43,12 @@ def test_karaoke_styles_are_chosen_in_the_report(qtbot, engine: Engine, make_win
     ARTIFACTS.mkdir(exist_ok=True)
     dialog.grab().save(str(ARTIFACTS / "import_report.png"))
     dialog.accept()
-    qtbot.waitUntil(lambda: w.pending.idle and engine.script is not None)
-    assert engine.script is not None and len(engine.script.cues) == 9
+    qtbot.waitUntil(lambda: w.pending.idle and troupe.engine.script is not None)
+    assert troupe.engine.script is not None and len(troupe.engine.script.cues) == 9
 
 
-def test_a_guessed_encoding_can_be_changed(qtbot, engine: Engine, make_window) -> None:
-    w = make_window(engine)
+def test_a_guessed_encoding_can_be_changed(qtbot, troupe: Troupe, make_window) -> None:
+    w = make_window(troupe)
     assert w.open_script(SUBS / "pysrt_windows-1252.srt")
     dialog = w.import_dialog
     assert isinstance(dialog, ImportDialog)
@@ -64,16 +64,16 @@ def test_a_guessed_encoding_can_be_changed(qtbot, engine: Engine, make_window) -
     dialog.encoding.setCurrentText("latin-1")
     assert dialog.reread() and dialog.go.isEnabled()
     dialog.accept()
-    qtbot.waitUntil(lambda: w.pending.idle and engine.script is not None)
-    assert engine.script is not None and engine.script.facts.encoding == "latin-1"
-    assert engine.script.facts.how == "chosen"
+    qtbot.waitUntil(lambda: w.pending.idle and troupe.engine.script is not None)
+    assert troupe.engine.script is not None and troupe.engine.script.facts.encoding == "latin-1"
+    assert troupe.engine.script.facts.how == "chosen"
 
 
-def test_cancel_voices_nothing(qtbot, engine: Engine, make_window) -> None:
-    w = make_window(engine)
+def test_cancel_voices_nothing(qtbot, troupe: Troupe, make_window) -> None:
+    w = make_window(troupe)
     assert w.open_script(SUBS / "sdh_es.srt")
     dialog = w.import_dialog
     assert isinstance(dialog, ImportDialog) and "guesses (3)" in dialog.text.toPlainText()
     dialog.reject()
     qtbot.wait(200)
-    assert engine.script is None
+    assert troupe.engine.script is None

@@ -11,7 +11,7 @@ import pytest
 
 from app.main_window import DEMO
 from engine.audio_io.output import OutputSettings
-from engine.service import Engine, EngineSettings
+from engine.control import EngineSettings, Troupe
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -19,27 +19,27 @@ pytestmark = pytest.mark.jack
 
 
 @pytest.fixture
-def live_engine(jack_device: int):  # type: ignore[no-untyped-def]
-    e = Engine(EngineSettings(output=OutputSettings(device=jack_device)))
+def live_troupe(jack_device: int):  # type: ignore[no-untyped-def]
+    e = Troupe(EngineSettings(output=OutputSettings(device=jack_device)))
     yield e
     e.close()
 
 
-def test_go_releases_the_next_cue(qtbot, live_engine: Engine, make_window) -> None:
-    w = make_window(live_engine)
+def test_go_releases_the_next_cue(qtbot, live_troupe: Troupe, make_window) -> None:
+    w = make_window(live_troupe)
     w.open_script(DEMO)
-    w.stack_action.trigger()
-    qtbot.waitUntil(lambda: live_engine.show is not None and live_engine.show.cue_stack)
-    show = live_engine.show
+    w.menus.stack.trigger()
+    qtbot.waitUntil(lambda: live_troupe.engine.show is not None and live_troupe.engine.show.cue_stack)
+    show = live_troupe.engine.show
     assert show is not None and show.go_index == -1
-    w.go_action.trigger()
-    qtbot.waitUntil(lambda: show.go_index == 0 and live_engine.output is not None)
+    w.menus.go.trigger()
+    qtbot.waitUntil(lambda: show.go_index == 0 and live_troupe.output.is_open)
     qtbot.waitUntil(
         lambda: show.tracks[0].start_s is not None, timeout=30_000
     )  # generous: a first line on a busy 2-core machine
     assert show.tracks[1].start_s is None  # held until the next GO
     qtbot.waitUntil(lambda: show._next_place == 1)
-    w.go_action.trigger()
+    w.menus.go.trigger()
     qtbot.waitUntil(lambda: show.go_index == 1)
     qtbot.waitUntil(
         lambda: show.tracks[1].start_s is not None, timeout=30_000
@@ -58,27 +58,31 @@ def test_smoke_run_exits_cleanly_every_time(jack_device: int) -> None:
         assert "smoke:" in done.stdout and "13 cues" in done.stdout
 
 
-def test_screenshot_of_a_playing_show(qtbot, live_engine: Engine, make_window) -> None:
+def test_screenshot_of_a_playing_show(qtbot, live_troupe: Troupe, make_window) -> None:
     """Saves tests/artifacts/main_window.png for review: cues, timeline, heatmap, monitor
     (with the PortAudio xrun count beside the ring underruns)."""
-    w = make_window(live_engine)
+    w = make_window(live_troupe)
     w.resize(1600, 1000)
     w.show()
     w.open_script(DEMO)
-    if "kokoro" in live_engine.scheduler.backends:  # neural voices keep the queue busy: a fuller heatmap
-        live_engine.set_voice("IRIS", voice_id="kokoro:jf_alpha")
-        live_engine.set_voice("CALLER", voice_id="kokoro:0.5*jf_nezumi+0.5*jm_kumo")
+    if (
+        "kokoro" in live_troupe.engine.scheduler.backends
+    ):  # neural voices keep the queue busy: a fuller heatmap
+        live_troupe.casting.set_voice("IRIS", voice_id="kokoro:jf_alpha")
+        live_troupe.casting.set_voice("CALLER", voice_id="kokoro:0.5*jf_nezumi+0.5*jm_kumo")
     w.play()  # the natural cast: the show prepares (voices its opening) before the clock starts
-    qtbot.waitUntil(lambda: live_engine.snapshot().status not in ("preparing", "stopped"), timeout=60_000)
+    qtbot.waitUntil(
+        lambda: live_troupe.monitor.snapshot().status not in ("preparing", "stopped"), timeout=60_000
+    )
     qtbot.wait(2500)
     w.adlib_role.setCurrentText("OWEN")
     w.adlib_text.setText("Iris, the tower lights just went out!")
     w.speak_adlib()
     qtbot.wait(2500)
     w.select_cue(3)
-    qtbot.waitUntil(lambda: live_engine.snapshot().master.hold_db > -60.0, timeout=20_000)  # heard
-    assert any(lv.hold_db > -60.0 for lv in live_engine.snapshot().levels.values())
-    snap = live_engine.snapshot()
+    qtbot.waitUntil(lambda: live_troupe.monitor.snapshot().master.hold_db > -60.0, timeout=20_000)  # heard
+    assert any(lv.hold_db > -60.0 for lv in live_troupe.monitor.snapshot().levels.values())
+    snap = live_troupe.monitor.snapshot()
     assert snap.playhead_s > 1.0 and snap.priorities.shape[0] == len(snap.roles)
     assert float(snap.priorities.max()) > 0.0  # the heatmap has something to show
     w.bridge.poll()
@@ -94,19 +98,21 @@ def test_screenshot_of_a_playing_show(qtbot, live_engine: Engine, make_window) -
     assert len(colours) > 20  # a drawn window, not a blank one
 
 
-def test_screenshot_of_fifty_roles(qtbot, live_engine: Engine, make_window, tmp_path: Path) -> None:
+def test_screenshot_of_fifty_roles(qtbot, live_troupe: Troupe, make_window, tmp_path: Path) -> None:
     """Saves tests/artifacts/main_window_50_roles.png for review: a generated 50-role,
     800-line script playing (rows scrolled and labelled, meters, waveforms, clock)."""
     from tests.app import big_show
 
-    w = make_window(live_engine)
+    w = make_window(live_troupe)
     w.resize(1600, 1000)
     w.show()
     w.open_script(big_show.write_script(tmp_path))
     qtbot.waitUntil(lambda: len(w.cue_model.cues) == big_show.N_LINES, timeout=20_000)
     w.play()
-    qtbot.waitUntil(lambda: live_engine.snapshot().playhead_s > 6.0, timeout=30_000)
-    qtbot.waitUntil(lambda: len(live_engine.snapshot().envelopes) >= 3, timeout=30_000)  # waveforms to draw
+    qtbot.waitUntil(lambda: live_troupe.monitor.snapshot().playhead_s > 6.0, timeout=30_000)
+    qtbot.waitUntil(
+        lambda: len(live_troupe.monitor.snapshot().envelopes) >= 3, timeout=30_000
+    )  # waveforms to draw
     w.bridge.poll()
     snap = w.bridge.last
     assert snap is not None and len(snap.roles) == big_show.N_ROLES

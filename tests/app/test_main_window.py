@@ -13,9 +13,9 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 
 from app.main_window import DEMO, MainWindow
 from engine.audio_io.callback import RenderState, render
+from engine.control import EngineSettings, Troupe
 from engine.core.errors import EngineBusy
 from engine.core.limits import VOICE_LIMITS
-from engine.service import Engine, EngineSettings
 
 
 def _drop(window: MainWindow, *paths: Path) -> None:
@@ -31,11 +31,11 @@ def _drop(window: MainWindow, *paths: Path) -> None:
     window.dropEvent(drop)
 
 
-def test_dropped_script_shows_its_cues_and_roles(qtbot, engine: Engine, make_window, testdata: Path) -> None:
-    w = make_window(engine)
+def test_dropped_script_shows_its_cues_and_roles(qtbot, troupe: Troupe, make_window, testdata: Path) -> None:
+    w = make_window(troupe)
     _drop(w, testdata / "brick_and_steel.fountain")
     qtbot.waitUntil(lambda: w.pending.idle)
-    script = engine.script
+    script = troupe.engine.script
     assert script is not None and Path(script.path).name == "brick_and_steel.fountain"
     qtbot.waitUntil(lambda: w.cue_model.rowCount() == len(script.cues))
     assert w.cast.roles == tuple(script.roles)
@@ -44,22 +44,22 @@ def test_dropped_script_shows_its_cues_and_roles(qtbot, engine: Engine, make_win
     assert w.session.recent()[0].name == "brick_and_steel.fountain"
 
 
-def test_bad_file_shows_banner_and_keeps_the_show(qtbot, engine: Engine, make_window, testdata: Path) -> None:
-    w = make_window(engine)
+def test_bad_file_shows_banner_and_keeps_the_show(qtbot, troupe: Troupe, make_window, testdata: Path) -> None:
+    w = make_window(troupe)
     assert w.open_script(DEMO)
     qtbot.waitUntil(lambda: w.pending.idle)
-    before = engine.script
+    before = troupe.engine.script
     _drop(w, testdata / "bad_encoding.fountain")
     assert w.banner.isVisibleTo(w) and "bad_encoding.fountain" in w.banner.text
-    assert engine.script is before
+    assert troupe.engine.script is before
     qtbot.waitUntil(lambda: w.cue_model.rowCount() == len(before.cues))  # type: ignore[union-attr]
 
 
-def test_edit_requeues_only_that_line(qtbot, engine: Engine, make_window) -> None:
-    w = make_window(engine)
+def test_edit_requeues_only_that_line(qtbot, troupe: Troupe, make_window) -> None:
+    w = make_window(troupe)
     w.open_script(DEMO)
     qtbot.waitUntil(lambda: w.pending.idle)
-    show = engine.show
+    show = troupe.engine.show
     assert show is not None
     qtbot.waitUntil(lambda: all(c.state == "ready" for c in w.cue_model.cues[:4]), timeout=20_000)
     generations = [t.generation for t in show.tracks]
@@ -72,76 +72,76 @@ def test_edit_requeues_only_that_line(qtbot, engine: Engine, make_window) -> Non
     qtbot.waitUntil(lambda: w.cue_model.cues[2].state == "ready", timeout=20_000)
 
 
-def test_empty_adlib_and_bad_setting_reach_the_banner(qtbot, engine: Engine, make_window) -> None:
-    w = make_window(engine)
+def test_empty_adlib_and_bad_setting_reach_the_banner(qtbot, troupe: Troupe, make_window) -> None:
+    w = make_window(troupe)
     w.open_script(DEMO)
     qtbot.waitUntil(lambda: w.adlib_role.count() > 0)
     w.adlib_text.setText("   ")
     w.speak_adlib()
     assert "needs some text" in w.banner.text
     w.banner.hide()
-    engine.set_voice("IRIS", rate_wpm=5000)
+    troupe.casting.set_voice("IRIS", rate_wpm=5000)
     qtbot.waitUntil(lambda: w.banner.isVisibleTo(w))
     assert "rate_wpm" in w.banner.text and "IRIS" in w.banner.text
 
 
-def _rms(engine: Engine, seconds: float) -> float:
+def _rms(troupe: Troupe, seconds: float) -> float:
     """Act as the audio callback for `seconds` of audio; the RMS of what came out."""
     out = np.zeros((256, 2), np.float32)
     total, n = 0.0, 0
     state = RenderState(playing=True)
     for _ in range(int(seconds * 48_000 / 256)):
-        while engine.ring.fill_frames < 256:
-            engine._wake.set()
-            engine._stop.wait(0.001)
-        render(out, engine.ring, state)
+        while troupe.engine.ring.fill_frames < 256:
+            troupe.engine._wake.set()
+            troupe.engine._stop.wait(0.001)
+        render(out, troupe.engine.ring, state)
         total += float(np.square(out).sum())
         n += out.size
     return (total / n) ** 0.5
 
 
-def test_mute_and_solo_change_the_mix(qtbot, engine: Engine, make_window, tmp_path: Path) -> None:
+def test_mute_and_solo_change_the_mix(qtbot, troupe: Troupe, make_window, tmp_path: Path) -> None:
     script = tmp_path / "duo.txt"
     lines = [f"ANNA: This is line number {k} of the long speech." for k in range(30)]
     script.write_text("\n".join([*lines, "BORIS: And I speak only at the very end."]) + "\n")
-    w = make_window(engine)
+    w = make_window(troupe)
     assert w.open_script(script)
     qtbot.waitUntil(lambda: w.cast.roles == ("ANNA", "BORIS"))
-    engine.play()
-    qtbot.waitUntil(lambda: engine.ring.playing)  # the callback plays only once the show does
-    assert _rms(engine, 2.0) > 1e-3
+    troupe.transport.play()
+    qtbot.waitUntil(lambda: troupe.engine.ring.playing)  # the callback plays only once the show does
+    assert _rms(troupe, 2.0) > 1e-3
     w.cast.editor("ANNA", "mute").setChecked(True)  # type: ignore[attr-defined]
-    qtbot.waitUntil(lambda: engine.cast["ANNA"].mute)
-    _rms(engine, 0.5)  # what was mixed before the change
-    assert _rms(engine, 1.5) == 0.0
+    qtbot.waitUntil(lambda: troupe.engine.cast["ANNA"].mute)
+    _rms(troupe, 0.5)  # what was mixed before the change
+    assert _rms(troupe, 1.5) == 0.0
     w.cast.editor("ANNA", "mute").setChecked(False)  # type: ignore[attr-defined]
     w.cast.editor("BORIS", "solo").setChecked(True)  # type: ignore[attr-defined]
-    qtbot.waitUntil(lambda: engine.cast["BORIS"].solo and not engine.cast["ANNA"].mute)
-    _rms(engine, 0.5)
-    assert _rms(engine, 1.5) == 0.0  # only BORIS may sound, and he is silent here
+    qtbot.waitUntil(lambda: troupe.engine.cast["BORIS"].solo and not troupe.engine.cast["ANNA"].mute)
+    _rms(troupe, 0.5)
+    assert _rms(troupe, 1.5) == 0.0  # only BORIS may sound, and he is silent here
     w.cast.editor("BORIS", "solo").setChecked(False)  # type: ignore[attr-defined]
-    qtbot.waitUntil(lambda: not engine.cast["BORIS"].solo)
-    _rms(engine, 0.5)
-    assert _rms(engine, 1.5) > 1e-3
+    qtbot.waitUntil(lambda: not troupe.engine.cast["BORIS"].solo)
+    _rms(troupe, 0.5)
+    assert _rms(troupe, 1.5) > 1e-3
 
 
-def test_weight_slider_reaches_the_scheduler(qtbot, engine: Engine, make_window) -> None:
-    w = make_window(engine)
+def test_weight_slider_reaches_the_scheduler(qtbot, troupe: Troupe, make_window) -> None:
+    w = make_window(troupe)
     w.open_script(DEMO)
     qtbot.waitUntil(lambda: "OWEN" in w.cast.roles)
     w.cast.editor("OWEN", "weight").setValue(125)  # type: ignore[attr-defined]
-    qtbot.waitUntil(lambda: engine.scheduler.weights.get("OWEN") == 12.5)
+    qtbot.waitUntil(lambda: troupe.engine.scheduler.weights.get("OWEN") == 12.5)
     qtbot.waitUntil(lambda: w.cast.shown["OWEN"].weight == 12.5)
     slider = w.cast.editor("IRIS", "weight")
     slider.setValue(slider.maximum())  # type: ignore[attr-defined]
     top = VOICE_LIMITS["weight"][1]  # the slider spans the engine's whole range
-    qtbot.waitUntil(lambda: engine.scheduler.weights.get("IRIS") == top)
+    qtbot.waitUntil(lambda: troupe.engine.scheduler.weights.get("IRIS") == top)
 
 
 def test_render_job_writes_the_mix(
-    qtbot, engine: Engine, make_window, tmp_path: Path, testdata: Path
+    qtbot, troupe: Troupe, make_window, tmp_path: Path, testdata: Path
 ) -> None:
-    w = make_window(engine)
+    w = make_window(troupe)
     w.open_script(testdata / "radio_play.txt")
     out = tmp_path / "show.wav"
     job = w.start_render(out, tmp_path / "stems")
@@ -151,8 +151,8 @@ def test_render_job_writes_the_mix(
     assert any((tmp_path / "stems").iterdir())
 
 
-def test_render_fault_reaches_the_banner(qtbot, engine: Engine, make_window, tmp_path: Path) -> None:
-    w = make_window(engine)
+def test_render_fault_reaches_the_banner(qtbot, troupe: Troupe, make_window, tmp_path: Path) -> None:
+    w = make_window(troupe)
     w.open_script(DEMO)
     (tmp_path / "not_a_folder").write_text("")
     w.start_render(tmp_path / "not_a_folder" / "show.wav", None)
@@ -160,10 +160,10 @@ def test_render_fault_reaches_the_banner(qtbot, engine: Engine, make_window, tmp
     assert w.banner.isVisibleTo(w) and "not_a_folder" in w.banner.text
 
 
-def test_render_with_stand_ins_tells_the_director(qtbot, engine: Engine, make_window, tmp_path: Path) -> None:
+def test_render_with_stand_ins_tells_the_director(qtbot, troupe: Troupe, make_window, tmp_path: Path) -> None:
     from engine.render import LineTiming, RenderResult
 
-    w = make_window(engine)
+    w = make_window(troupe)
     lines = [LineTiming(0, "IRIS", "Hold the line.", 0.0, 1.0),
              LineTiming(3, "OWEN", "Go.", 1.5, 0.5, fallback="kokoro: no kokoro voices here")]  # fmt: skip
     w.render_flow.done(RenderResult(tmp_path / "show.wav", 2.0, lines))
@@ -171,19 +171,19 @@ def test_render_with_stand_ins_tells_the_director(qtbot, engine: Engine, make_wi
     assert "no kokoro voices here" in w.banner.text
 
 
-def test_autosave_and_recovery_after_a_crash(qtbot, engine: Engine, make_window, tmp_path: Path) -> None:
+def test_autosave_and_recovery_after_a_crash(qtbot, troupe: Troupe, make_window, tmp_path: Path) -> None:
     data = tmp_path / "data"
-    w = make_window(engine, data_dir=data)
+    w = make_window(troupe, data_dir=data)
     w.open_script(DEMO)
-    engine.set_voice("IRIS", pitch=77)
-    qtbot.waitUntil(lambda: engine.cast["IRIS"].pitch == 77)
+    troupe.casting.set_voice("IRIS", pitch=77)
+    qtbot.waitUntil(lambda: troupe.engine.cast["IRIS"].pitch == 77)
     saved = w.session.autosave()
     assert saved is not None
     saved.result(10)
-    assert engine.project_path is None  # an autosave is not the director's project file
+    assert troupe.engine.project_path is None  # an autosave is not the director's project file
     w.bridge.stop()  # the window "crashes": no closeEvent, the lock file stays
     assert (data / "running.lock").exists()
-    second = Engine(EngineSettings(neural=False))
+    second = Troupe(EngineSettings(neural=False))
     try:
         w2 = make_window(second, data_dir=data)
         assert w2.recovery.isVisibleTo(w2) and w2.recovery.current is not None
@@ -191,9 +191,11 @@ def test_autosave_and_recovery_after_a_crash(qtbot, engine: Engine, make_window,
         assert w2.recovery.isVisibleTo(w2)
         kept = w2.recovery.current
         w2.recovery.recover.click()
-        qtbot.waitUntil(lambda: second.script is not None and second.cast["IRIS"].pitch == 77)
+        qtbot.waitUntil(lambda: second.engine.script is not None and second.engine.cast["IRIS"].pitch == 77)
         qtbot.waitUntil(lambda: not kept.exists())  # recovered: the file goes
-        qtbot.waitUntil(lambda: second.project_path is None)  # Save asks where: never the recovery file
+        qtbot.waitUntil(
+            lambda: second.engine.project_path is None
+        )  # Save asks where: never the recovery file
         assert not w2.recovery.isVisibleTo(w2)
         w2.close()
         assert not (data / "running.lock").exists()
@@ -202,7 +204,7 @@ def test_autosave_and_recovery_after_a_crash(qtbot, engine: Engine, make_window,
 
 
 def test_every_crash_keeps_its_own_recovery_file_until_answered(
-    engine: Engine, make_window, tmp_path: Path
+    troupe: Troupe, make_window, tmp_path: Path
 ) -> None:
     data = tmp_path / "data"
     project = tmp_path / "mine.troupe.json"
@@ -211,7 +213,7 @@ def test_every_crash_keeps_its_own_recovery_file_until_answered(
         (data / "running.lock").write_text("1")
         (data / "autosave.troupe.json").write_text('{"script": "x.fountain", "cast": {}}')
         (data / "autosave.origin").write_text(str(project))
-        w = make_window(engine, data_dir=data)
+        w = make_window(troupe, data_dir=data)
         w.bridge.stop()  # and it crashes again
     files = w.session.recoveries()
     assert len(files) == 2 and all(w.session.origin(f) == project for f in files)
@@ -233,8 +235,8 @@ def test_qt_signals_keep_reference_counts() -> None:
     assert sys.getrefcount(True) > before - 100
 
 
-def test_timeline_click_selects_the_cue(qtbot, engine: Engine, make_window) -> None:
-    w = make_window(engine)
+def test_timeline_click_selects_the_cue(qtbot, troupe: Troupe, make_window) -> None:
+    w = make_window(troupe)
     w.open_script(DEMO)
     qtbot.waitUntil(lambda: len(w.timeline.cues) > 3)
     cue = w.timeline.cues[3]
@@ -246,22 +248,22 @@ def test_timeline_click_selects_the_cue(qtbot, engine: Engine, make_window) -> N
     assert QPoint  # keeps the import used where pyqtgraph maps scene points
 
 
-def test_no_slot_waits_for_a_busy_engine(qtbot, engine: Engine, make_window, tmp_path: Path) -> None:
+def test_no_slot_waits_for_a_busy_engine(qtbot, troupe: Troupe, make_window, tmp_path: Path) -> None:
     """With the engine thread stuck, opening a script, saving and Play return at once with a
     busy indicator; they complete when it is free; a command that must wait says so."""
-    w = make_window(engine)
+    w = make_window(troupe)
     gate = threading.Event()
 
     def stuck() -> None:
         gate.wait(30)
 
-    engine.post(stuck)  # the engine thread is busy
+    troupe.engine.command(stuck)  # the troupe thread is busy
     assert w.open_script(DEMO)
     assert w.busy.isVisibleTo(w) and "opening the_last_broadcast.fountain" in w.busy.text()
     w.saving._save(tmp_path / "p.troupe.json", None)
     with pytest.raises(EngineBusy, match=r"did not answer within 0\.2 s"):
-        engine.call(lambda: None, timeout_s=0.2)  # what the CLI would get: a message
+        troupe.engine.call(lambda: None, timeout_s=0.2)  # what the CLI would get: a message
     gate.set()
     qtbot.waitUntil(lambda: w.pending.idle)
-    assert engine.script is not None and not w.busy.isVisibleTo(w)
+    assert troupe.engine.script is not None and not w.busy.isVisibleTo(w)
     assert (tmp_path / "p.troupe.json").exists()

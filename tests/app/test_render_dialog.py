@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QDialog
 
 from app.main_window import DEMO
 from app.render_dialog import RenderDialog, default_folder
-from engine.service import Engine
+from engine.control import Troupe
 from tests.app import big_show
 
 
@@ -38,9 +38,9 @@ def test_the_demo_renders_to_documents_not_the_install() -> None:
     assert not default_folder(str(DEMO)).is_relative_to(DEMO.parent.parent)
 
 
-def test_window_renders_the_chosen_range(qtbot, engine: Engine, make_window, tmp_path: Path,
+def test_window_renders_the_chosen_range(qtbot, troupe: Troupe, make_window, tmp_path: Path,
                                          monkeypatch, testdata: Path) -> None:  # fmt: skip
-    w = make_window(engine)
+    w = make_window(troupe)
     w.open_script(testdata / "radio_play.txt")
     qtbot.waitUntil(lambda: w.cue_model.rowCount() > 2)
     w.bridge.poll()
@@ -60,9 +60,9 @@ def test_window_renders_the_chosen_range(qtbot, engine: Engine, make_window, tmp
     assert [line.cue_index for line in got.args[0].lines] == [1] and out.stat().st_size > 1000
 
 
-def test_cancel_removes_partial_files_and_says_so(qtbot, engine: Engine, make_window, tmp_path: Path,
+def test_cancel_removes_partial_files_and_says_so(qtbot, troupe: Troupe, make_window, tmp_path: Path,
                                                  testdata: Path) -> None:  # fmt: skip
-    w = make_window(engine)
+    w = make_window(troupe)
     w.open_script(testdata / "radio_play.txt")
     qtbot.waitUntil(lambda: w.cue_model.rowCount() > 2)
     job = w.start_render(tmp_path / "show.wav", tmp_path / "stems")

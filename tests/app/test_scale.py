@@ -16,8 +16,8 @@ from app.rows import DEFAULT_ROWS
 from tests.app import big_show
 
 
-def _window(make_window, engine, fake_source, qtbot, snap=None):  # type: ignore[no-untyped-def]
-    w = make_window(engine, source=fake_source)
+def _window(make_window, troupe, fake_source, qtbot, snap=None):  # type: ignore[no-untyped-def]
+    w = make_window(troupe, source=fake_source)
     w.bridge.stop()
     w.resize(1600, 1000)
     w.show()
@@ -39,8 +39,8 @@ def _label_rows(w) -> list[float]:  # type: ignore[no-untyped-def]
     return levels[0][1] if levels else []
 
 
-def test_fifty_roles_open_at_a_readable_row_height(qtbot, engine, make_window, fake_source) -> None:
-    w = _window(make_window, engine, fake_source, qtbot)
+def test_fifty_roles_open_at_a_readable_row_height(qtbot, troupe, make_window, fake_source) -> None:
+    w = _window(make_window, troupe, fake_source, qtbot)
     view = w.timeline.view
     assert view.visible_rows() == pytest.approx((0.0, DEFAULT_ROWS))
     assert w.heatmap.view.viewRange()[1] == view.viewRange()[1]  # one shared row axis
@@ -53,8 +53,8 @@ def test_fifty_roles_open_at_a_readable_row_height(qtbot, engine, make_window, f
     assert axis.label_of(3).endswith("…")  # a long name is elided
 
 
-def test_zooming_out_thins_labels_so_they_never_overlap(qtbot, engine, make_window, fake_source) -> None:
-    w = _window(make_window, engine, fake_source, qtbot)
+def test_zooming_out_thins_labels_so_they_never_overlap(qtbot, troupe, make_window, fake_source) -> None:
+    w = _window(make_window, troupe, fake_source, qtbot)
     view, axis = w.timeline.view, w.timeline.role_axis
     view.wheelEvent(_wheel(-120 * 8, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier))
     assert view.visible_rows()[1] == pytest.approx(big_show.N_ROLES)  # all rows, clamped
@@ -66,8 +66,8 @@ def test_zooming_out_thins_labels_so_they_never_overlap(qtbot, engine, make_wind
     assert view.visible_rows()[1] == pytest.approx(3.0)  # zoomed in to the minimum
 
 
-def test_wheel_scrolls_rows_and_the_scroll_bar_follows(qtbot, engine, make_window, fake_source) -> None:
-    w = _window(make_window, engine, fake_source, qtbot)
+def test_wheel_scrolls_rows_and_the_scroll_bar_follows(qtbot, troupe, make_window, fake_source) -> None:
+    w = _window(make_window, troupe, fake_source, qtbot)
     view, bar = w.timeline.view, w.show_view.scroll
     view.wheelEvent(_wheel(-120 * 2))
     assert view.visible_rows()[0] == pytest.approx(6.0)
@@ -82,8 +82,8 @@ def test_wheel_scrolls_rows_and_the_scroll_bar_follows(qtbot, engine, make_windo
     assert view.viewRange()[0][0] == pytest.approx(x0 + 0.1 * (x1 - x0))
 
 
-def test_role_filter_keeps_matching_rows_in_both_views(qtbot, engine, make_window, fake_source) -> None:
-    w = _window(make_window, engine, fake_source, qtbot)
+def test_role_filter_keeps_matching_rows_in_both_views(qtbot, troupe, make_window, fake_source) -> None:
+    w = _window(make_window, troupe, fake_source, qtbot)
     w.show_view.filter.setText("harbourmaster")
     shown = w.show_view.shown_roles
     assert shown and all("HARBOURMASTER" in r for r in shown)
@@ -93,8 +93,8 @@ def test_role_filter_keeps_matching_rows_in_both_views(qtbot, engine, make_windo
     assert len(w.show_view.shown_roles) == big_show.N_ROLES
 
 
-def test_follow_mode_keeps_the_playhead_in_view(qtbot, engine, make_window, fake_source) -> None:
-    w = _window(make_window, engine, fake_source, qtbot)
+def test_follow_mode_keeps_the_playhead_in_view(qtbot, troupe, make_window, fake_source) -> None:
+    w = _window(make_window, troupe, fake_source, qtbot)
     playhead = 503 * big_show.LINE_S + 1.0  # cue 503 is playing, its role on row 21 (out of view)
     fake_source.current = big_show.snapshot(2, playhead)
     w.bridge.poll()
@@ -118,9 +118,9 @@ def test_ruler_reads_minutes_and_seconds() -> None:
     assert step == 300 and axis.tickStrings(values, 1, step)[:3] == ["0:00", "5:00", "10:00"]
 
 
-def test_cue_list_groups_scenes_and_keeps_state_in_view(qtbot, engine, make_window, fake_source,
+def test_cue_list_groups_scenes_and_keeps_state_in_view(qtbot, troupe, make_window, fake_source,
                                                         tmp_path: Path) -> None:  # fmt: skip
-    w = _window(make_window, engine, fake_source, qtbot)
+    w = _window(make_window, troupe, fake_source, qtbot)
     groups = w.cues.groups
     assert len(groups.heading_rows()) == big_show.N_SCENES
     assert groups.data(groups.index(0, 0)) == "INT. STUDIO 1 - NIGHT"
@@ -135,6 +135,6 @@ def test_cue_list_groups_scenes_and_keeps_state_in_view(qtbot, engine, make_wind
     header.resizeSection(2, 201)
     w.close()
     settings = QSettings(str(tmp_path / "troupe.ini"), QSettings.Format.IniFormat)
-    again = make_window(engine, source=fake_source)
+    again = make_window(troupe, source=fake_source)
     assert settings.value("cues/header") is not None
     assert again.cues.horizontalHeader().sectionSize(2) == 201  # widths come back

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from app.main_window import DEMO
 from app.meters import fraction
-from engine.service import Engine, Level
+from engine.control import Level, Troupe
 from tests.app import big_show
 
 
@@ -15,20 +15,20 @@ def _draw(w, fake_source, snap) -> None:  # type: ignore[no-untyped-def]
     w.bridge.poll()
 
 
-def test_stopped_show_offers_the_first_cue(qtbot, engine, make_window, fake_source) -> None:
-    w = make_window(engine, source=fake_source)
+def test_stopped_show_offers_the_first_cue(qtbot, troupe, make_window, fake_source) -> None:
+    w = make_window(troupe, source=fake_source)
     w.bridge.stop()
     snap = replace(big_show.snapshot(1, 0.0, playing=False), go_cue=0)
     _draw(w, fake_source, snap)
     first = snap.cues[0]
     assert w.clock.elapsed.text() == "0:00.0" and w.clock.remaining.text() == "-53:20"
     assert w.clock.go.isEnabled() and w.clock.go.text() == f"GO  ▶ 1 {first.role}"
-    assert w.go_action.text() == w.clock.go.text()
+    assert w.menus.go.text() == w.clock.go.text()
     assert w.clock.next.text().startswith(f"1  {first.role}: ")
 
 
-def test_cue_stack_shows_the_standby_cue_and_the_clock_holds(qtbot, engine, make_window, fake_source) -> None:
-    w = make_window(engine, source=fake_source)
+def test_cue_stack_shows_the_standby_cue_and_the_clock_holds(qtbot, troupe, make_window, fake_source) -> None:
+    w = make_window(troupe, source=fake_source)
     w.bridge.stop()
     base = big_show.snapshot(1, 3725.0)
     cues = tuple(replace(c, state="standby") if c.index == 5 else c for c in base.cues)
@@ -39,8 +39,8 @@ def test_cue_stack_shows_the_standby_cue_and_the_clock_holds(qtbot, engine, make
     assert w.clock.next.text().startswith("6  ") and w.clock.go.text().startswith("GO  ▶ 6 ")
 
 
-def test_playing_show_names_now_and_next(qtbot, engine, make_window, fake_source) -> None:
-    w = make_window(engine, source=fake_source)
+def test_playing_show_names_now_and_next(qtbot, troupe, make_window, fake_source) -> None:
+    w = make_window(troupe, source=fake_source)
     w.bridge.stop()
     snap = replace(big_show.snapshot(1, 10 * big_show.LINE_S + 1.0), go_cue=12)
     _draw(w, fake_source, snap)
@@ -49,17 +49,17 @@ def test_playing_show_names_now_and_next(qtbot, engine, make_window, fake_source
     assert not w.clock.go.isEnabled() and w.clock.go.text() == "GO"
 
 
-def test_engine_publishes_the_cue_go_starts(qtbot, engine: Engine, make_window) -> None:
-    w = make_window(engine)
+def test_engine_publishes_the_cue_go_starts(qtbot, troupe: Troupe, make_window) -> None:
+    w = make_window(troupe)
     w.open_script(DEMO)
     qtbot.waitUntil(lambda: w.cue_model.rowCount() > 0)
-    assert engine.snapshot().go_cue == 0  # stopped: GO starts the top
-    first = engine.snapshot().cues[0]
+    assert troupe.monitor.snapshot().go_cue == 0  # stopped: GO starts the top
+    first = troupe.monitor.snapshot().cues[0]
     qtbot.waitUntil(lambda: w.clock.go.text() == f"GO  ▶ 1 {first.role}")
 
 
-def test_meters_show_the_snapshot_levels(qtbot, engine, make_window, fake_source) -> None:
-    w = make_window(engine, source=fake_source)
+def test_meters_show_the_snapshot_levels(qtbot, troupe, make_window, fake_source) -> None:
+    w = make_window(troupe, source=fake_source)
     w.bridge.stop()
     base = big_show.snapshot(1)
     loud = Level(peak_db=-0.05, rms_db=-3.0, hold_db=0.0, clip=True)

@@ -9,11 +9,11 @@ from PySide6.QtCore import QSettings
 
 from app.main_window import DEMO
 from app.voice_browser import FAVOURITES, VOICE_ID
-from engine.service import Engine
+from engine.control import Troupe
 
 
-def _open(qtbot, engine: Engine, make_window):  # type: ignore[no-untyped-def]
-    w = make_window(engine)
+def _open(qtbot, troupe: Troupe, make_window):  # type: ignore[no-untyped-def]
+    w = make_window(troupe)
     w.open_script(DEMO)
     qtbot.waitUntil(lambda: "IRIS" in w.cast.shown)
     return w
@@ -23,8 +23,8 @@ def _groups(browser) -> list[str]:  # type: ignore[no-untyped-def]
     return [browser.tree.topLevelItem(k).text(0) for k in range(browser.tree.topLevelItemCount())]
 
 
-def test_voices_are_grouped_by_language_and_gender(qtbot, engine: Engine, make_window) -> None:
-    w = _open(qtbot, engine, make_window)
+def test_voices_are_grouped_by_language_and_gender(qtbot, troupe: Troupe, make_window) -> None:
+    w = _open(qtbot, troupe, make_window)
     b = w.browse_voices("IRIS")
     groups = _groups(b)
     assert any(g.startswith("English (America)") for g in groups) and len(groups) > 50
@@ -36,8 +36,8 @@ def test_voices_are_grouped_by_language_and_gender(qtbot, engine: Engine, make_w
     assert b.sample.text() == next(c.text for c in w.cue_model.cues if c.role == "IRIS")  # its next line
 
 
-def test_search_narrows_to_matching_voices(qtbot, engine: Engine, make_window) -> None:
-    w = _open(qtbot, engine, make_window)
+def test_search_narrows_to_matching_voices(qtbot, troupe: Troupe, make_window) -> None:
+    w = _open(qtbot, troupe, make_window)
     b = w.browse_voices("OWEN")
     b.search.setText("caribbean alicia")
     shown = [i.data(0, VOICE_ID) for i in b.voice_items()]
@@ -46,8 +46,8 @@ def test_search_narrows_to_matching_voices(qtbot, engine: Engine, make_window) -
     assert b.voice_items() == [] and not b.cast.isEnabled()
 
 
-def test_favourites_come_first_and_are_kept(qtbot, engine: Engine, make_window, tmp_path: Path) -> None:
-    w = _open(qtbot, engine, make_window)
+def test_favourites_come_first_and_are_kept(qtbot, troupe: Troupe, make_window, tmp_path: Path) -> None:
+    w = _open(qtbot, troupe, make_window)
     b = w.browse_voices("OWEN")
     assert b.select("en+f3")
     b.favourite.click()
@@ -60,17 +60,17 @@ def test_favourites_come_first_and_are_kept(qtbot, engine: Engine, make_window, 
     assert "en+f3" in str(settings.value("voices/favourites"))
 
 
-def test_preview_speaks_the_chosen_voice_and_cast_recasts(qtbot, engine: Engine, make_window,
+def test_preview_speaks_the_chosen_voice_and_cast_recasts(qtbot, troupe: Troupe, make_window,
                                                            monkeypatch) -> None:  # fmt: skip
-    w = _open(qtbot, engine, make_window)
+    w = _open(qtbot, troupe, make_window)
     asked: list[tuple[str, str]] = []
-    real = engine.preview
+    real = troupe.casting.preview
 
     def preview(voice_id: str, text: str):  # type: ignore[no-untyped-def]
         asked.append((voice_id, text))
         return real(voice_id, text)
 
-    monkeypatch.setattr(engine, "preview", preview)
+    monkeypatch.setattr(troupe.casting, "preview", preview)
     b = w.browse_voices("OWEN")
     assert b.select("en-us+m3")
     b.preview.click()
@@ -78,11 +78,11 @@ def test_preview_speaks_the_chosen_voice_and_cast_recasts(qtbot, engine: Engine,
     qtbot.waitUntil(lambda: w.pending.idle, timeout=20_000)  # voiced (played, or a clear banner)
     assert "Traceback" not in w.banner.text
     b.cast.click()
-    qtbot.waitUntil(lambda: engine.cast["OWEN"].voice_id == "en-us+m3")
+    qtbot.waitUntil(lambda: troupe.engine.cast["OWEN"].voice_id == "en-us+m3")
     assert w.undo.canUndo()  # a cast change from the browser is undoable like any other
 
 
-def test_weight_slider_shows_its_value(qtbot, engine: Engine, make_window) -> None:
-    w = _open(qtbot, engine, make_window)
+def test_weight_slider_shows_its_value(qtbot, troupe: Troupe, make_window) -> None:
+    w = _open(qtbot, troupe, make_window)
     w.cast.editor("OWEN", "weight").setValue(37)  # type: ignore[attr-defined]
     assert w.cast.weight_labels["OWEN"].text() == "3.7"

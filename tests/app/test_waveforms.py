@@ -7,13 +7,13 @@ from dataclasses import replace
 import numpy as np
 
 from app.timeline import BAR_HEIGHT, SILENT_ALPHA
+from engine.control import BUCKETS_PER_S
 from engine.core.types import Voice
-from engine.service import BUCKETS_PER_S
 from tests.app import big_show
 
 
-def test_envelopes_are_drawn_in_their_bars(qtbot, engine, make_window, fake_source) -> None:
-    w = make_window(engine, source=fake_source)
+def test_envelopes_are_drawn_in_their_bars(qtbot, troupe, make_window, fake_source) -> None:
+    w = make_window(troupe, source=fake_source)
     w.bridge.stop()
     env = {k: np.linspace(0.1, 1.0, 60, dtype=np.float32) for k in range(0, 40, 2)}
     fake_source.current = replace(big_show.snapshot(1), envelopes=env)
@@ -30,8 +30,8 @@ def test_envelopes_are_drawn_in_their_bars(qtbot, engine, make_window, fake_sour
     assert len(w.timeline.wave.getData()[0]) == len(x)  # unchanged envelopes: same strokes
 
 
-def test_muted_and_soloed_roles_look_different(qtbot, engine, make_window, fake_source) -> None:
-    w = make_window(engine, source=fake_source)
+def test_muted_and_soloed_roles_look_different(qtbot, troupe, make_window, fake_source) -> None:
+    w = make_window(troupe, source=fake_source)
     w.bridge.stop()
     base = big_show.snapshot(1)
     voices = {r: Voice() for r in base.roles} | {

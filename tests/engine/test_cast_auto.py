@@ -72,18 +72,18 @@ def test_cast_depends_on_the_script_and_its_saved_cast(testdata: Path) -> None:
 
 
 def test_opening_another_script_never_inherits_its_cast(testdata: Path) -> None:
-    from engine.service import Engine, EngineSettings
+    from engine.control import EngineSettings, Troupe
 
-    engine = Engine(EngineSettings(neural=False))
+    troupe = Troupe(EngineSettings(neural=False))
     try:
-        engine.load(testdata / "lighthouse.fountain")
-        engine.load(DEMO)
-        first = dict(engine.cast.voices)
-        engine.load(testdata / "brick_and_steel.fountain")
-        engine.load(DEMO)
-        assert engine.cast.voices == first == Cast.auto(load_script(DEMO)).voices
+        troupe.projects.load(testdata / "lighthouse.fountain").result(60)
+        troupe.projects.load(DEMO).result(60)
+        first = dict(troupe.engine.cast.voices)
+        troupe.projects.load(testdata / "brick_and_steel.fountain").result(60)
+        troupe.projects.load(DEMO).result(60)
+        assert troupe.engine.cast.voices == first == Cast.auto(load_script(DEMO)).voices
     finally:
-        engine.close()
+        troupe.close()
 
 
 def test_a_saved_cast_is_not_guessed_again(monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from engine.cast import DISTINCT_ROLES, Cast, speaking_order
 from engine.cast_report import cast_report
 from engine.core.types import Cue, Role, Script
@@ -103,6 +105,7 @@ def test_gender_evidence_from_the_script_itself(tmp_path: Path) -> None:
     assert cast["SANDRA"].voice_id.startswith("f") and cast["DANNY"].voice_id.startswith("m")
 
 
+@pytest.mark.slow
 def test_cast_command_prints_each_role_its_voice_and_why(tmp_path: Path) -> None:
     path = tmp_path / "play.fountain"
     path.write_text(SCREENPLAY, encoding="utf-8")

@@ -4,43 +4,43 @@ from __future__ import annotations
 
 import queue
 
-from engine.service import Engine, EngineSettings
+from engine.control import EngineSettings, Troupe
 
 
-def _next_message(engine: Engine) -> str:
+def _next_message(troupe: Troupe) -> str:
     try:
-        return engine.messages.get(timeout=10)
+        return troupe.engine.messages.get(timeout=10)
     except queue.Empty:
         raise AssertionError("nothing was reported") from None
 
 
 def test_a_failing_command_is_reported_and_the_engine_goes_on() -> None:
-    engine = Engine(EngineSettings(neural=False))
+    troupe = Troupe(EngineSettings(neural=False))
     try:
 
         def bug() -> None:
             raise KeyError("a bug in one command")
 
-        engine.post(bug)
-        assert "internal error" in _next_message(engine)
-        assert engine.call(lambda: 42) == 42  # the loop still turns
-        assert engine.engine_errors == 1
+        troupe.engine.command(bug)
+        assert "internal error" in _next_message(troupe)
+        assert troupe.engine.call(lambda: 42) == 42  # the loop still turns
+        assert troupe.engine.engine_errors == 1
     finally:
-        engine.close()
+        troupe.close()
 
 
 def test_a_failing_show_tick_is_reported_and_the_engine_goes_on() -> None:
-    engine = Engine(EngineSettings(neural=False))
+    troupe = Troupe(EngineSettings(neural=False))
     try:
 
         class BrokenShow:
             def tick(self) -> None:
                 raise RuntimeError("a bug in the show")
 
-        engine.call(lambda: setattr(engine, "show", BrokenShow()))
-        assert "a bug in the show" in _next_message(engine)
-        engine.call(lambda: setattr(engine, "show", None))
-        assert engine.call(lambda: "alive") == "alive"
-        assert engine.engine_errors >= 1
+        troupe.engine.call(lambda: setattr(troupe.engine, "show", BrokenShow()))
+        assert "a bug in the show" in _next_message(troupe)
+        troupe.engine.call(lambda: setattr(troupe.engine, "show", None))
+        assert troupe.engine.call(lambda: "alive") == "alive"
+        assert troupe.engine.engine_errors >= 1
     finally:
-        engine.close()
+        troupe.close()

@@ -11,7 +11,7 @@ import pytest
 from show_harness import Harness
 
 from engine.asr import LineCheck
-from engine.show_listen import LiveListener
+from engine.show.listen import LiveListener
 from engine.snapshot import CueView
 
 

@@ -15,8 +15,8 @@ import pytest
 from live_capture import WINDOW_S, Recorder, segments, wait_for
 
 from engine.audio_io.output import OutputSettings
+from engine.control import EngineSettings, EngineSnapshot, Troupe
 from engine.mixer import Pacing
-from engine.service import Engine, EngineSettings, EngineSnapshot
 
 pytestmark = pytest.mark.jack
 LEFT, RIGHT = 0, 1
@@ -26,26 +26,30 @@ DUET = (
 
 
 @pytest.fixture
-def live(jack_device: int, tmp_path: Path) -> Iterator[tuple[Engine, Recorder]]:
+def live(jack_device: int, tmp_path: Path) -> Iterator[tuple[Troupe, Recorder]]:
     script = tmp_path / "duet.txt"
     script.write_text(DUET, encoding="utf-8")
     recorder = Recorder()
-    engine = Engine(EngineSettings(output=OutputSettings(device=jack_device), neural=False,
+    troupe = Troupe(EngineSettings(output=OutputSettings(device=jack_device), neural=False,
                                    pacing=Pacing(gap_s=0.6)))  # fmt: skip
     try:
-        engine.load(script)
-        engine.set_voice("HERO", pan=-1.0)
-        engine.set_voice("FOIL", pan=1.0)
-        engine.open_output()
+        troupe.projects.load(script).result(60)
+        troupe.casting.set_voice("HERO", pan=-1.0)
+        troupe.casting.set_voice("FOIL", pan=1.0)
+        troupe.output.open().result(60)
         recorder.connect()
-        yield engine, recorder
+        yield troupe, recorder
     finally:
-        engine.close()
+        troupe.close()
         recorder.close()
 
 
-def _state(e: Engine, k: int) -> str:
-    return e.snapshot().cues[k].state
+def _snap(e: Troupe) -> EngineSnapshot:
+    return e.monitor.snapshot()
+
+
+def _state(e: Troupe, k: int) -> str:
+    return _snap(e).cues[k].state
 
 
 def _heard_roles(audio: np.ndarray) -> list[tuple[float, str]]:
@@ -72,99 +76,102 @@ def _assert_matches_timeline(audio: np.ndarray, snap: EngineSnapshot, first_cue:
         assert t - offset == pytest.approx(c.start_s, abs=0.15)
 
 
-def test_stop_goes_to_the_top_and_play_replays_what_is_heard(live: tuple[Engine, Recorder]) -> None:
+def test_stop_goes_to_the_top_and_play_replays_what_is_heard(live: tuple[Troupe, Recorder]) -> None:
     e, rec = live
-    e.play()
+    e.transport.play()
     wait_for(lambda: _state(e, 1) == "playing", what="FOIL's first line playing")
-    e.stop()
-    wait_for(lambda: e.snapshot().status == "stopped", what="status stopped")
-    snap = e.snapshot()
+    e.transport.stop()
+    wait_for(lambda: _snap(e).status == "stopped", what="status stopped")
+    snap = _snap(e)
     assert snap.playhead_s == 0.0 and {c.state for c in snap.cues} == {"pending"}
     quiet = rec.frames + 4800  # 0.1 s for what was already on its way to the device
     time.sleep(0.6)  # recording what Stop sounds like
     assert not np.abs(rec.since(quiet)).max() > 0.01, "sound after Stop"
     start = rec.frames
-    e.play()
+    e.transport.play()
     seen: set[str] = set()
 
     def replayed() -> bool:
         seen.add(_state(e, 0))
-        return e.snapshot().status == "ended"
+        return _snap(e).status == "ended"
 
     wait_for(replayed, 60, "the end of the replay")
     assert {"playing", "played"} <= seen  # states follow the replay live
-    _assert_matches_timeline(rec.since(start), e.snapshot())
+    _assert_matches_timeline(rec.since(start), _snap(e))
 
 
-def test_cue_stack_each_cue_waits_for_go_and_go_starts_it_at_once(live: tuple[Engine, Recorder]) -> None:
+def test_cue_stack_each_cue_waits_for_go_and_go_starts_it_at_once(live: tuple[Troupe, Recorder]) -> None:
     e, rec = live
-    e.set_cue_stack(True)
-    e.play()
-    wait_for(lambda: e.snapshot().status == "waiting for GO" and _state(e, 0) == "standby", what="standby")
+    e.transport.set_cue_stack(True)
+    e.transport.play()
+    wait_for(lambda: _snap(e).status == "waiting for GO" and _state(e, 0) == "standby", what="standby")
     start = rec.frames
     time.sleep(0.5)
-    assert not np.abs(rec.since(start)).max() > 0.01 and e.snapshot().playhead_s == 0.0
+    assert not np.abs(rec.since(start)).max() > 0.01 and _snap(e).playhead_s == 0.0
     t_go = time.monotonic()
-    e.go()
-    wait_for(lambda: _state(e, 0) == "played" and e.snapshot().status == "waiting for GO", what="cue 1 heard")
+    e.transport.go()
+    wait_for(
+        lambda: _state(e, 0) == "played" and _snap(e).status == "waiting for GO",
+        what="cue 1 heard",
+    )
     assert _state(e, 1) == "standby"  # voiced long ago, yet it waits
-    held = e.snapshot().playhead_s
+    held = _snap(e).playhead_s
     time.sleep(0.5)
-    assert e.snapshot().playhead_s == held  # the clock holds while it waits
+    assert _snap(e).playhead_s == held  # the clock holds while it waits
     heard = _heard_roles(rec.since(start))
     assert [r for _, r in heard] == ["HERO"]
     assert 0 <= heard[0][0] - _window_of((rec.frame_at(t_go) - start) / 48_000) < 0.25  # a breath after GO
     t_go = time.monotonic()
     mark = rec.frames
-    e.go()
+    e.transport.go()
     wait_for(lambda: _state(e, 1) == "played", what="cue 2 heard")
     heard = _heard_roles(rec.since(mark))
     assert [r for _, r in heard] == ["FOIL"]
     assert 0 <= heard[0][0] - _window_of((rec.frame_at(t_go) - mark) / 48_000) < 0.25
 
 
-def test_adlib_is_heard_once_kept_on_request_and_deleted(live: tuple[Engine, Recorder]) -> None:
+def test_adlib_is_heard_once_kept_on_request_and_deleted(live: tuple[Troupe, Recorder]) -> None:
     e, rec = live
-    e.set_voice("HERO", mute=True)
-    e.set_voice("FOIL", mute=True)  # only the ad-lib can be heard
-    e.play()
-    wait_for(lambda: e.snapshot().playhead_s > 0.3, what="the show under way")
+    e.casting.set_voice("HERO", mute=True)
+    e.casting.set_voice("FOIL", mute=True)  # only the ad-lib can be heard
+    e.transport.play()
+    wait_for(lambda: _snap(e).playhead_s > 0.3, what="the show under way")
     start = rec.frames
-    req = e.adlib("EXTRA", "Someone is at the door!").result(10)
+    req = e.lines.adlib("EXTRA", "Someone is at the door!").result(10)
     index = req.cue_index
-    wait_for(lambda: any(c.index == index and c.state == "played" for c in e.snapshot().cues), what="heard")
-    view = next(c for c in e.snapshot().cues if c.index == index)
+    wait_for(lambda: any(c.index == index and c.state == "played" for c in _snap(e).cues), what="heard")
+    view = next(c for c in _snap(e).cues if c.index == index)
     assert view.kind == "adlib" and view.role == "EXTRA"
     assert len(segments(rec.since(start), LEFT)) == 1  # heard, once
 
     def replay() -> np.ndarray:
-        e.stop()
-        wait_for(lambda: e.snapshot().status == "stopped", what="stopped")
+        e.transport.stop()
+        wait_for(lambda: _snap(e).status == "stopped", what="stopped")
         mark = rec.frames
-        e.play()
+        e.transport.play()
         past = view.start_s + view.duration_s + 0.3
-        wait_for(lambda: e.snapshot().playhead_s > past, what="past the ad-lib")
+        wait_for(lambda: _snap(e).playhead_s > past, what="past the ad-lib")
         return rec.since(mark)
 
     assert not np.abs(replay()).max() > 0.01  # Stop and Play: not heard again
-    e.keep_adlib(index)
-    wait_for(lambda: any(c.index == index and c.kind == "kept" for c in e.snapshot().cues), what="kept")
+    e.lines.keep_adlib(index)
+    wait_for(lambda: any(c.index == index and c.kind == "kept" for c in _snap(e).cues), what="kept")
     again = segments(replay(), LEFT)
     assert len(again) == 1  # kept: part of the show, at its time
-    e.delete_adlib(index)
-    wait_for(lambda: all(c.index != index for c in e.snapshot().cues), what="deleted")
+    e.lines.delete_adlib(index)
+    wait_for(lambda: all(c.index != index for c in _snap(e).cues), what="deleted")
     assert not np.abs(replay()).max() > 0.01
 
 
-def test_solo_and_mute_are_heard(live: tuple[Engine, Recorder]) -> None:
+def test_solo_and_mute_are_heard(live: tuple[Troupe, Recorder]) -> None:
     e, rec = live
-    e.set_voice("FOIL", solo=True)
+    e.casting.set_voice("FOIL", solo=True)
     start = rec.frames
-    e.play()
-    wait_for(lambda: e.snapshot().status == "ended", 60, "the end")
+    e.transport.play()
+    wait_for(lambda: _snap(e).status == "ended", 60, "the end")
     audio = rec.since(start)
     assert not segments(audio, LEFT)  # HERO is not soloed: silent
-    foil = [c for c in e.snapshot().cues if c.role == "FOIL"]
+    foil = [c for c in _snap(e).cues if c.role == "FOIL"]
     heard = segments(audio, RIGHT)
     assert len(heard) == len(foil)
     assert heard[1][0] - heard[0][0] == pytest.approx(foil[1].start_s - foil[0].start_s, abs=0.15)

@@ -48,73 +48,73 @@ def test_an_older_project_keeps_its_cue_numbers(tmp_path: Path) -> None:
 
 
 def test_the_engine_saves_anchors_and_places_edits_on_reopening(tmp_path: Path) -> None:
-    from engine.service import Engine, EngineSettings
+    from engine.control import EngineSettings, Troupe
 
     f = tmp_path / "x.srt"
     f.write_text(SRT, encoding="utf-8")
     project = tmp_path / "show.json"
-    engine = Engine(EngineSettings(neural=False))
+    troupe = Troupe(EngineSettings(neural=False))
     try:
-        engine.load(f)
-        engine.edit_line(2, "Third line, louder.")
+        troupe.projects.load(f).result(60)
+        troupe.lines.edit_line(2, "Third line, louder.")
         deadline = time.monotonic() + 10
-        while engine.call(lambda: dict(engine.edits)) != {2: "Third line, louder."}:
+        while troupe.engine.call(lambda: dict(troupe.engine.edits)) != {2: "Third line, louder."}:
             assert time.monotonic() < deadline
             time.sleep(0.05)
-        engine.save_project(project)
+        troupe.projects.save(project).result(60)
         saved = json.loads(project.read_text(encoding="utf-8"))["edits"]
         assert saved == {"2": {"text": "Third line, louder.", "was": "Third line.", "line": 11}}
         assert read_project(project).anchors == {2: EditAnchor("Third line.", 11)}
         f.write_text("0\n00:00:00,100 --> 00:00:00,500\n[BOB] Hm.\n\n" + SRT, encoding="utf-8")
-        script = engine.open_project(project)
-        assert engine.call(lambda: dict(engine.edits)) == {3: "Third line, louder."}
+        script = troupe.projects.open(project).result(60)
+        assert troupe.engine.call(lambda: dict(troupe.engine.edits)) == {3: "Third line, louder."}
         assert script.cues[3].text == "Third line."  # the script as imported; the show has the edit
     finally:
-        engine.close()
+        troupe.close()
 
 
 def test_a_script_opened_by_a_relative_path_reopens_from_its_project(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Saved relative to the folder Troupe was started in, read relative to the project:
     the project named a file that was not there. Now beside the project: relative to it;
     elsewhere: absolute."""
-    from engine.service import Engine, EngineSettings
+    from engine.control import EngineSettings, Troupe
 
     work, elsewhere = tmp_path / "work", tmp_path / "projects"
     work.mkdir()
     elsewhere.mkdir()
     (work / "x.srt").write_text(SRT, encoding="utf-8")
     monkeypatch.chdir(work)
-    engine = Engine(EngineSettings(neural=False))
+    troupe = Troupe(EngineSettings(neural=False))
     try:
-        engine.load("x.srt")  # relative to the current folder
-        engine.save_project(elsewhere / "show.json")
-        engine.save_project(work / "beside.json")
+        troupe.projects.load("x.srt").result(60)  # relative to the current folder
+        troupe.projects.save(elsewhere / "show.json").result(60)
+        troupe.projects.save(work / "beside.json").result(60)
         assert json.loads((elsewhere / "show.json").read_text())["script"] == str(work / "x.srt")
         assert json.loads((work / "beside.json").read_text())["script"] == "x.srt"
         monkeypatch.chdir(tmp_path)
-        assert len(engine.open_project(elsewhere / "show.json").cues) == 3
-        assert len(engine.open_project(work / "beside.json").cues) == 3
+        assert len(troupe.projects.open(elsewhere / "show.json").result(60).cues) == 3
+        assert len(troupe.projects.open(work / "beside.json").result(60).cues) == 3
     finally:
-        engine.close()
+        troupe.close()
 
 
 def test_a_voice_set_by_any_spelling_of_a_role_reaches_that_role(tmp_path: Path) -> None:
     """'Iris (V.O.)' is IRIS: muting it mutes IRIS, and no second entry appears in the cast."""
-    from engine.service import Engine, EngineSettings
+    from engine.control import EngineSettings, Troupe
 
     f = tmp_path / "x.fountain"
     f.write_text("INT. ROOM - DAY\n\nIRIS (V.O.)\nHello.\n\nMARK\nHi.\n", encoding="utf-8")
-    engine = Engine(EngineSettings(neural=False))
+    troupe = Troupe(EngineSettings(neural=False))
     try:
-        engine.load(f)
-        engine.set_voice("Iris (V.O.)", mute=True)
+        troupe.projects.load(f).result(60)
+        troupe.casting.set_voice("Iris (V.O.)", mute=True)
         deadline = time.monotonic() + 10
-        while not engine.call(lambda: engine.cast.voices["IRIS"].mute):
+        while not troupe.engine.call(lambda: troupe.engine.cast.voices["IRIS"].mute):
             assert time.monotonic() < deadline
             time.sleep(0.05)
-        assert set(engine.call(lambda: dict(engine.cast.voices))) == {"IRIS", "MARK"}
-        engine.set_voice("GHOST", mute=True)  # not a role of the script: refused (banner)
+        assert set(troupe.engine.call(lambda: dict(troupe.engine.cast.voices))) == {"IRIS", "MARK"}
+        troupe.casting.set_voice("GHOST", mute=True)  # not a role of the script: refused (banner)
         time.sleep(0.3)
-        assert "GHOST" not in engine.call(lambda: dict(engine.cast.voices))
+        assert "GHOST" not in troupe.engine.call(lambda: dict(troupe.engine.cast.voices))
     finally:
-        engine.close()
+        troupe.close()

@@ -51,17 +51,17 @@ def test_bad_tables_name_the_file_and_the_key(tmp_path: Path, extra: dict[str, o
 
 
 def test_opening_another_script_drops_the_projects_lexicon(tmp_path: Path) -> None:
-    from engine.service import Engine, EngineSettings
+    from engine.control import EngineSettings, Troupe
 
     path = _project(tmp_path, lexicon={"Worcester": "/ˈwʊstər/"})
     other = tmp_path / "other.fountain"
     other.write_text("MARA\nTo Worcester, then.\n", encoding="utf-8")
-    engine = Engine(EngineSettings(neural=False))
+    troupe = Troupe(EngineSettings(neural=False))
     try:
-        engine.open_project(path)
+        troupe.projects.open(path).result(60)
         assert lexicon.prepare("Worcester") == "[Worcester](/ˈwʊstər/)"
-        engine.load(other)
+        troupe.projects.load(other).result(60)
         assert lexicon.prepare("Worcester") == "Worcester"
     finally:
-        engine.close()
+        troupe.close()
         use_voicing(None)

@@ -162,24 +162,24 @@ def test_project_cast_to_a_missing_backend_plays_with_stand_ins(tmp_path: Path) 
     from dataclasses import replace
 
     from engine.cast import save_project
-    from engine.service import Engine, EngineSettings
+    from engine.control import EngineSettings, Troupe
 
     demo = Path(__file__).resolve().parents[2] / "assets" / "demo" / "the_last_broadcast.fountain"
     script = load_script(demo)
     voices = dict(Cast.auto(script).voices)
     voices["CALLER"] = replace(voices["CALLER"], backend="kokoro", voice_id="jm_kumo")
     save_project(tmp_path / "p.troupe.json", str(demo), Cast(voices))
-    engine = Engine(EngineSettings(neural=False))
+    troupe = Troupe(EngineSettings(neural=False))
     try:
-        engine.open_project(tmp_path / "p.troupe.json")
-        engine.play()
+        troupe.projects.open(tmp_path / "p.troupe.json").result(60)
+        troupe.transport.play()
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            cues = [c for c in engine.snapshot().cues if c.role == "CALLER"]
+            cues = [c for c in troupe.monitor.snapshot().cues if c.role == "CALLER"]
             if cues and all(c.state in ("ready", "playing", "played") for c in cues):
                 break
             time.sleep(0.05)
-        snap = engine.snapshot()
+        snap = troupe.monitor.snapshot()
         assert snap.voices["CALLER"].backend == "kokoro"  # the cast is kept
         caller = [c for c in snap.cues if c.role == "CALLER"]
         assert caller and all(c.state in ("ready", "playing", "played") and c.fallback for c in caller)
@@ -187,9 +187,9 @@ def test_project_cast_to_a_missing_backend_plays_with_stand_ins(tmp_path: Path) 
         said = []
         while True:
             try:
-                said.append(engine.messages.get_nowait())
+                said.append(troupe.engine.messages.get_nowait())
             except queue.Empty:
                 break
         assert any("CALLER: cast to kokoro voices, which are not available here" in m for m in said)
     finally:
-        engine.close()
+        troupe.close()

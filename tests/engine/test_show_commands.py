@@ -126,12 +126,12 @@ def test_adlib_is_heard_once_unless_kept(radio: Harness) -> None:
     radio.show.stop()
     radio.show.pause(False)
     assert np.abs(radio.play(4.0)).max() > 0.01  # kept: part of the show at its time
-    assert t.state is CueState.PLAYED and t.cue.index in radio.show._planned
+    assert t.state is CueState.PLAYED and t.cue.index in radio.show.planner.starts
     radio.show.adlibs.delete(t.cue.index)
     radio.show.stop()
     radio.show.pause(False)
     assert not radio.play(4.0).any()  # deleted: gone from the mix
-    assert t.cue.index not in radio.show._planned
+    assert t.cue.index not in radio.show.planner.starts
 
 
 def test_a_jump_after_the_end_plays_on(testdata: Path) -> None:
@@ -171,14 +171,14 @@ def test_keep_and_delete_of_an_adlib_can_be_undone(radio: Harness) -> None:
     radio.show.adlibs.restore(t.cue.index)  # undo delete: the kept ad-lib is back in the show
     radio.show.stop()
     radio.show.pause(False)
-    assert np.abs(radio.play(4.0)).max() > 0.01 and t.cue.index in radio.show._planned
+    assert np.abs(radio.play(4.0)).max() > 0.01 and t.cue.index in radio.show.planner.starts
     with pytest.raises(TroupeError, match="no deleted ad-lib"):
         radio.show.adlibs.restore(t.cue.index)
 
 
 def test_voice_preview_is_heard_over_the_show_without_a_cue(radio: Harness) -> None:
     from engine.core.types import Voice
-    from engine.show_adlibs import PREVIEW_ROLE
+    from engine.show.adlibs import PREVIEW_ROLE
 
     _mute_all_but(radio, "NOBODY")  # the script is silent: only the preview can sound
     radio.play(0.5)

@@ -25,6 +25,8 @@ from engine.show import Show
 from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
 from engine.synthesis.espeak import EspeakSynthesizer
 
+pytestmark = pytest.mark.slow  # seconds of work each (a model, a search, a fuzz run)
+
 VOICES = [VoiceInfo("kokoro", f"v{k}", f"V{k}", "en-us", g) for k, g in enumerate(["female", "male"] * 4)]
 RTF = 0.5
 

@@ -38,58 +38,58 @@ def start_jackd(server: str) -> subprocess.Popen[bytes]:
     raise RuntimeError(f"jackd {server} did not start")
 
 
-def _wait_message(engine, limit_s: float) -> tuple[str, float]:  # type: ignore[no-untyped-def]
+def _wait_message(troupe, limit_s: float) -> tuple[str, float]:  # type: ignore[no-untyped-def]
     t0 = time.monotonic()
     while time.monotonic() - t0 < limit_s:
-        if not engine.messages.empty():
-            return engine.messages.get(), time.monotonic() - t0
+        if not troupe.engine.messages.empty():
+            return troupe.engine.messages.get(), time.monotonic() - t0
         time.sleep(0.002)
     return "", limit_s
 
 
-def _advance(engine, after: float, limit_s: float = 10.0) -> float:  # type: ignore[no-untyped-def]
+def _advance(troupe, after: float, limit_s: float = 10.0) -> float:  # type: ignore[no-untyped-def]
     t0 = time.monotonic()
-    while engine.snapshot().playhead_s <= after + 0.2 and time.monotonic() - t0 < limit_s:
+    while troupe.monitor.snapshot().playhead_s <= after + 0.2 and time.monotonic() - t0 < limit_s:
         time.sleep(0.02)
-    return engine.snapshot().playhead_s
+    return troupe.monitor.snapshot().playhead_s
 
 
 def main(server: str, mode: str, fault: str) -> dict[str, object]:
     os.environ["JACK_DEFAULT_SERVER"] = server
     jackd = start_jackd(server)
     from engine.audio_io.output import OutputSettings, terminate_portaudio
-    from engine.service import Engine, EngineSettings
+    from engine.control import EngineSettings, Troupe
 
     out: dict[str, object] = {}
-    engine = Engine(EngineSettings(output=OutputSettings(device="JACK"), audio_process=mode == "proc",
+    troupe = Troupe(EngineSettings(output=OutputSettings(device="JACK"), audio_process=mode == "proc",
                                    neural=False))  # fmt: skip
     try:
-        engine.load(DEMO)
-        engine.open_output()
-        engine.play()
-        out["head_before"] = _advance(engine, 0.5)
+        troupe.projects.load(DEMO).result(60)
+        troupe.output.open().result(60)
+        troupe.transport.play()
+        out["head_before"] = _advance(troupe, 0.5)
         if fault == "child":
-            os.kill(engine.output.pid, signal.SIGKILL)  # type: ignore[union-attr]
+            os.kill(troupe.engine.guard.output.pid, signal.SIGKILL)  # type: ignore[union-attr]
         else:
             jackd.kill()
             jackd.wait()
-        out["lost"], out["detect_s"] = _wait_message(engine, 5.0)
+        out["lost"], out["detect_s"] = _wait_message(troupe, 5.0)
         time.sleep(0.1)  # two snapshots later
-        out["head_at_loss"] = engine.snapshot().playhead_s
-        out["output_lost"] = engine.snapshot().output_lost
-        out["status_lost"] = engine.snapshot().status
+        out["head_at_loss"] = troupe.monitor.snapshot().playhead_s
+        out["output_lost"] = troupe.monitor.snapshot().output_lost
+        out["status_lost"] = troupe.monitor.snapshot().status
         if fault == "jackd":
             time.sleep(1.0)
-            out["head_held"] = engine.snapshot().playhead_s
+            out["head_held"] = troupe.monitor.snapshot().playhead_s
             jackd = start_jackd(server)
-        out["back"], out["reopen_s"] = _wait_message(engine, 20.0)
-        out["head_at_back"] = engine.snapshot().playhead_s
+        out["back"], out["reopen_s"] = _wait_message(troupe, 20.0)
+        out["head_at_back"] = troupe.monitor.snapshot().playhead_s
         out.setdefault("head_held", out["head_at_loss"])
-        out["head_after"] = _advance(engine, float(out["head_held"]))  # type: ignore[arg-type]
-        out["status_after"] = engine.snapshot().status
+        out["head_after"] = _advance(troupe, float(out["head_held"]))  # type: ignore[arg-type]
+        out["status_after"] = troupe.monitor.snapshot().status
     finally:
         t0 = time.monotonic()
-        engine.close()
+        troupe.close()
         out["close_s"] = time.monotonic() - t0
         terminate_portaudio()
         jackd.terminate()

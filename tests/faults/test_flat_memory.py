@@ -11,7 +11,7 @@ from show_harness import SR, Harness
 
 from engine.core.errors import TroupeError
 from engine.show import RELEASE_AFTER_S, CueState
-from engine.show_adlibs import KEEPABLE
+from engine.show.adlibs import KEEPABLE
 
 
 @pytest.fixture

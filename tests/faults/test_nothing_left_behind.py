@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # seconds of work each (a model, a search, a fuzz run)
+
 ROOT = Path(__file__).resolve().parents[2]
 SHM = Path("/dev/shm")
 

@@ -16,7 +16,10 @@ import pytest
 SCENARIO = Path(__file__).with_name("output_scenario.py")
 ROOT = SCENARIO.parents[2]
 
-pytestmark = pytest.mark.skipif(shutil.which("jackd") is None, reason="jackd not installed")
+pytestmark = [
+    pytest.mark.jack,
+    pytest.mark.skipif(shutil.which("jackd") is None, reason="jackd not installed"),
+]
 
 
 def _run(mode: str, fault: str) -> dict[str, object]:

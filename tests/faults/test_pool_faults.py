@@ -45,6 +45,7 @@ def _wait_for(cond, what: str) -> None:  # type: ignore[no-untyped-def]
         time.sleep(0.005)
 
 
+@pytest.mark.slow
 def test_workers_killed_at_every_stage_are_replaced_and_every_line_completes(pool: EspeakPool) -> None:
     sched = Scheduler({"espeak": Backend(pool)})
     killed: list[int] = []

@@ -100,6 +100,7 @@ json_values = st.recursive(
 voice_keys = st.sampled_from(["backend", "voice_id", "rate_wpm", "pitch", "gain_db", "pan", "mute", "solo"])
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     script=json_values,

@@ -18,16 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import soxr
 
 from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ
 from engine.synthesis.base import Mono, SynthRequest, Take, VoiceInfo
 from engine.synthesis.kokoro.phonemes import MAX_TOKENS, Phonemized, Phonemizer, length_buckets
 from engine.synthesis.kokoro.voices import VoiceBank, shipped_package, shipped_vocab, style_for
+from engine.synthesis.kokoro.words import join_takes, to_engine_rate
 
 log = logging.getLogger("troupe.kokoro")
-MODEL_RATE_HZ = 24_000
 PREFERRED_PROVIDERS = ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider")
 FIRST_CHUNK_TOKENS = 48
 """Streaming starts on the first clause group of at most this many phonemes (~0.6 s)."""
@@ -247,8 +246,6 @@ class KokoroOnnx:
 
     def synthesize_takes(self, batch: Sequence[SynthRequest]) -> list[Take]:
         """`synthesize`, with word times where the model outputs its durations."""
-        from engine.synthesis.kokoro.words import join_takes
-
         self.load()
         per_request = [owned_parts(r, self.phonemizer, self.bank) for r in batch]
         flat = [p for parts in per_request for p in parts]
@@ -277,10 +274,6 @@ def owned_parts(request: SynthRequest, phonemizer: Phonemizer, bank: VoiceBank,
     style = bank.get(request.voice.voice_id)
     speed = speed_for(request.voice.rate_wpm)
     return [((p.tokens, style, speed), p.owners) for p in parts]
-
-
-def to_engine_rate(audio: np.ndarray) -> Mono:
-    return np.asarray(soxr.resample(audio, MODEL_RATE_HZ, SAMPLE_RATE_HZ, quality="HQ"), np.float32)
 
 
 def kokoro_voices(names: Sequence[str]) -> list[VoiceInfo]:

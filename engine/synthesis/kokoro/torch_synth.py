@@ -17,11 +17,11 @@ from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ
 from engine.synthesis.base import Mono, SynthRequest, Take, VoiceInfo
 from engine.synthesis.gpu import split_to_fit
-from engine.synthesis.kokoro.onnx_model import FIRST_CHUNK_TOKENS, owned_parts, shift_takes, to_engine_rate
+from engine.synthesis.kokoro.onnx_model import FIRST_CHUNK_TOKENS, owned_parts, shift_takes
 from engine.synthesis.kokoro.phonemes import Phonemizer, length_buckets
 from engine.synthesis.kokoro.torch_model import BatchedKokoro, BatchItem, load_kmodel
 from engine.synthesis.kokoro.voices import VoiceBank, style_for
-from engine.synthesis.kokoro.words import join_takes
+from engine.synthesis.kokoro.words import join_takes, to_engine_rate
 
 log = logging.getLogger("troupe.kokoro")
 FRAMES_PER_TOKEN_GUESS = 6

@@ -8,9 +8,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import soxr
 
-from engine.synthesis.base import Take, WordTime
-from engine.synthesis.kokoro.onnx_model import MODEL_RATE_HZ, to_engine_rate
+from engine.core.types import SAMPLE_RATE_HZ
+from engine.synthesis.base import Mono, Take, WordTime
+
+MODEL_RATE_HZ = 24_000
+"""Kokoro's output rate."""
+
+
+def to_engine_rate(audio: np.ndarray) -> Mono:
+    return np.asarray(soxr.resample(audio, MODEL_RATE_HZ, SAMPLE_RATE_HZ, quality="HQ"), np.float32)
+
 
 SAMPLES_PER_FRAME = 600
 """Audio samples (24 kHz) per predicted duration frame: iSTFT hop 5 x upsampling 10 x 6 x 2;

@@ -11,26 +11,15 @@ from pathlib import Path
 
 from engine.core.errors import SynthesisError
 from engine.synthesis.base import Synthesizer
+from engine.synthesis.piper.names import KNOWN_GENDERS, voice_gender
 
+__all__ = ["KNOWN_GENDERS", "available_voices", "find_voices", "make_piper", "shipped_voice", "voice_gender"]
 log = logging.getLogger("troupe.piper")
 VOICES_ENV = "TROUPE_PIPER_VOICES"
 """Folder of Piper voices: NAME.onnx beside NAME.onnx.json (subfolders are searched too)."""
 SHIPPED_VOICE = "en_US-joe-medium"
 NOISE_ENV = ("TROUPE_PIPER_NOISE_SCALE", "TROUPE_PIPER_NOISE_W")
 """Override every voice's noise_scale (variation in the voice) and noise_w (in timing); 0 to 2."""
-KNOWN_GENDERS = {
-    "joe": "male", "ryan": "male", "john": "male", "norman": "male", "bryce": "male", "danny": "male",
-    "kusal": "male", "hfc_male": "male", "alan": "male", "lessac": "female", "amy": "female",
-    "kristin": "female", "kathleen": "female", "ljspeech": "female", "hfc_female": "female",
-    "jenny_dioco": "female", "southern_english_female": "female", "alba": "female", "cori": "female",
-}  # fmt: skip
-"""Dataset name (the middle of `en_US-joe-medium`) -> the speaker's gender, for casting."""
-
-
-def voice_gender(voice_id: str) -> str:
-    """'male', 'female' or '' for a Piper voice name such as `en_US-joe-medium`."""
-    parts = voice_id.split("#")[0].split("-")
-    return KNOWN_GENDERS.get(parts[1] if len(parts) >= 3 else parts[0], "")
 
 
 def shipped_voice() -> Path | None:

@@ -17,8 +17,8 @@ from engine.core.types import SAMPLE_RATE_HZ, Voice
 from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
 from engine.synthesis.effects import semitones_for, shift_voice
 from engine.synthesis.kokoro.phonemes import clause_phonemes
-from engine.synthesis.piper import voice_gender
 from engine.synthesis.piper.model import PiperConfig, PiperModel
+from engine.synthesis.piper.names import voice_gender
 
 BASE_RATE_WPM = 175
 """A role's rate_wpm at which the voice speaks at its own length_scale."""

@@ -54,12 +54,14 @@ def _piper_voice(piper) -> Voice:  # type: ignore[no-untyped-def]
     return Voice(backend="piper", voice_id=piper.voices()[0].voice_id)
 
 
+@pytest.mark.slow
 def test_espeak_voice_is_heard_within_the_stated_wer() -> None:
     check = check_line(shared_transcriber(), _espeak(ESPEAK_SENTENCE), SAMPLE_RATE_HZ, ESPEAK_SENTENCE)
     assert check.wer <= ESPEAK_MAX_WER, check.heard
     assert check.wer <= threshold_for("espeak")
 
 
+@pytest.mark.slow
 def test_piper_voice_is_heard_within_the_stated_wer(piper) -> None:  # type: ignore[no-untyped-def]
     voice = _piper_voice(piper)
     for text in PIPER_SENTENCES:
@@ -69,6 +71,7 @@ def test_piper_voice_is_heard_within_the_stated_wer(piper) -> None:  # type: ign
         assert not check.flagged
 
 
+@pytest.mark.slow
 def test_a_take_with_words_cut_out_is_flagged(piper) -> None:  # type: ignore[no-untyped-def]
     text = "I left the letter on the kitchen table this morning before the train."
     audio = piper.synthesize([SynthRequest(text, _piper_voice(piper))])[0]
@@ -84,6 +87,7 @@ def test_a_take_with_words_cut_out_is_flagged(piper) -> None:  # type: ignore[no
     assert bad.deletions >= 3
 
 
+@pytest.mark.slow
 def test_word_times_are_in_order_and_inside_the_line(piper) -> None:  # type: ignore[no-untyped-def]
     text = "Twelve bells rang out — and then, at 3 o'clock, silence."
     audio = piper.synthesize([SynthRequest(text, _piper_voice(piper))])[0]
@@ -104,6 +108,7 @@ def test_silence_is_heard_as_nothing() -> None:
     assert all(0.0 <= w.start_s <= w.end_s <= 1.0 for w in check.words)
 
 
+@pytest.mark.slow
 def test_another_model_folder_is_used_when_named(monkeypatch: pytest.MonkeyPatch) -> None:
     from engine.asr.transcriber import model_folder
 

@@ -49,6 +49,7 @@ def test_write_never_overwrites_unread(ring: MixRing) -> None:
     assert ring.free_frames == 0 and ring.write(_signal(10)) == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", [1, 64, 65, 256, 4097])
 def test_identical_output_at_any_block_size(block: int) -> None:
     sig = _signal(20_000)
@@ -123,6 +124,7 @@ def _child_reads(name: str, q: multiprocessing.Queue) -> None:  # type: ignore[t
     r.close()
 
 
+@pytest.mark.slow
 def test_ring_shared_across_processes(ring: MixRing) -> None:
     sig = _signal(512)
     ring.write(sig)

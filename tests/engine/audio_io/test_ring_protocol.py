@@ -117,6 +117,7 @@ def test_splice_is_heard_whole_at_any_block_size(block: int, margin: int, length
         ring.close()
 
 
+@pytest.mark.slow
 def test_splice_with_a_concurrent_consumer_is_never_torn() -> None:
     """A consumer thread keeps reading while the producer splices 200 times."""
     ring = MixRing(1 << 14)

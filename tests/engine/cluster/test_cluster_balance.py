@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import math
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -62,6 +63,7 @@ def test_an_imposed_skew_is_rebalanced_within_bounded_steps() -> None:
     assert all(b <= a for a, b in itertools.pairwise(seen))  # every step helps
 
 
+@pytest.mark.slow
 @settings(derandomize=True, max_examples=25, deadline=None)
 @given(
     st.lists(st.sampled_from([0.125, 0.25, 1.0, 4.0, 8.0]), min_size=2, max_size=6),

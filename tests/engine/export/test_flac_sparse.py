@@ -98,6 +98,7 @@ def test_every_frame_checks_out(tmp_path: Path) -> None:
     assert os.path.getsize(path) < 0.45 * sf.info(str(path)).frames * 6  # the silence costs next to nothing
 
 
+@pytest.mark.slow
 def test_a_render_writes_its_flac_stems_this_way(tmp_path: Path) -> None:
     """Stems (mostly silence) are written here (no MD5 signature in STREAMINFO, which
     libsndfile always writes), the mix through libsndfile."""

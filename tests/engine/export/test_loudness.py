@@ -41,6 +41,7 @@ def test_meter_matches_pyloudnorm_for_any_block_size(block: int) -> None:
     assert meter.integrated_lufs() == pytest.approx(pyloudnorm.Meter(RATE).integrated_loudness(x), abs=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preset", ["acx", "ebu", "podcast"])
 def test_normalised_within_half_a_lu_and_under_the_ceiling(preset: str) -> None:
     x = _speechlike(20.0, seed=3)

@@ -67,6 +67,7 @@ def test_otio_timeline_reads_back_with_the_cue_sheet_times(tmp_path: Path, demo,
     assert (tmp_path / "daw" / "timeline.rpp").read_text().count("<ITEM") == len(script.cues) + 1
 
 
+@pytest.mark.slow
 @pytest.mark.skipif("m4a" not in available_formats(), reason="needs ffmpeg with AAC")
 def test_m4b_audiobook_has_scene_chapters_and_title_page_tags(tmp_path: Path, demo) -> None:  # type: ignore[no-untyped-def]
     from mutagen.mp4 import MP4
@@ -95,6 +96,7 @@ def test_audiobook_without_ffmpeg_says_what_it_needs(tmp_path: Path, demo, monke
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preset", ["ebu", "acx"])
 def test_normalised_mix_is_within_half_a_lu(tmp_path: Path, demo, preset: str) -> None:  # type: ignore[no-untyped-def]
     import pyloudnorm
@@ -110,6 +112,7 @@ def test_normalised_mix_is_within_half_a_lu(tmp_path: Path, demo, preset: str) -
     assert result.loudness_gain_db == pytest.approx(target.lufs - (result.loudness_measured_lufs or 0))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", [".mp3", ".opus"])
 def test_lossy_mix_decodes_to_the_show(tmp_path: Path, demo, suffix: str) -> None:  # type: ignore[no-untyped-def]
     script, cast = demo

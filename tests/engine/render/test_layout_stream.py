@@ -3,6 +3,7 @@ never passes a cue still to come (so a block mixed before that cue is never wron
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +19,7 @@ _cue = st.tuples(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_cue, max_size=30), st.floats(0, 2), st.floats(0, 3))
 def test_stream_layout_matches_layout(rows, gap_s, scene_gap_s) -> None:  # type: ignore[no-untyped-def]

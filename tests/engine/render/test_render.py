@@ -30,6 +30,7 @@ def _run_main(*args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_main_render_subprocess(tmp_path: Path) -> None:
     out = tmp_path / "mix.wav"
     stems = tmp_path / "stems"
@@ -60,6 +61,7 @@ def test_main_render_subprocess(tmp_path: Path) -> None:
     assert not list(tmp_path.rglob("*.partial"))
 
 
+@pytest.mark.slow
 def test_no_stems_unless_asked(tmp_path: Path) -> None:
     proc = _run_main(str(DEMO), "-o", str(tmp_path / "mix.flac"))
     assert proc.returncode == 0, proc.stderr
@@ -136,6 +138,7 @@ def test_render_without_the_neural_backend_stands_in_espeak(tmp_path: Path) -> N
     assert all(ln.duration_s > 0.3 for ln in mine) and "no kokoro voices here" in (mine[0].fallback or "")
 
 
+@pytest.mark.slow
 def test_render_voices_a_kokoro_role_with_kokoro(tmp_path: Path) -> None:
     """The offline render sends each role to its own backend (the shipped Kokoro model here)."""
     pytest.importorskip("onnxruntime")
@@ -189,6 +192,7 @@ def _process_group(pgid: int) -> list[str]:
     return members
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 def test_render_leaves_no_process_behind(tmp_path: Path) -> None:
     """The render with a worker pool, in its own process group: when it exits, the group is
@@ -203,6 +207,7 @@ def test_render_leaves_no_process_behind(tmp_path: Path) -> None:
     assert _process_group(proc.pid) == []
 
 
+@pytest.mark.slow
 def test_rendering_a_subtitle_script_never_writes_over_it(tmp_path: Path, testdata: Path) -> None:
     """`render show.srt -o show.wav` put its cue sheet on show.srt: the user's script was lost."""
     script = tmp_path / "show.srt"

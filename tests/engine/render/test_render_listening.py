@@ -78,6 +78,7 @@ def _listen(retake: bool) -> Listening:
     return Listening(check=line_checker(shared_transcriber(), SAMPLE_RATE_HZ), retake=retake)
 
 
+@pytest.mark.slow
 def test_a_line_with_words_dropped_is_marked_and_listed(tmp_path: Path, script) -> None:  # type: ignore[no-untyped-def]
     cast = Cast({r: Voice() for r in script.roles})
     result = render_script(
@@ -96,6 +97,7 @@ def test_a_line_with_words_dropped_is_marked_and_listed(tmp_path: Path, script) 
     assert rows[0]["words"][0]["start_s"] >= 1.0 and rows[1]["check"] is True
 
 
+@pytest.mark.slow
 def test_a_retake_keeps_the_better_take(tmp_path: Path, script) -> None:  # type: ignore[no-untyped-def]
     cast = Cast({r: Voice() for r in script.roles})
     result = render_script(
@@ -105,6 +107,7 @@ def test_a_retake_keeps_the_better_take(tmp_path: Path, script) -> None:  # type
     assert line.notes.retaken and not line.notes.check and result.flagged == []
 
 
+@pytest.mark.slow
 def test_render_check_from_the_command_line(tmp_path: Path) -> None:
     (tmp_path / "scene.srt").write_text(SRT, encoding="utf-8")
     proc = subprocess.run([sys.executable, str(ROOT / "main.py"), "render", str(tmp_path / "scene.srt"),

@@ -154,6 +154,7 @@ def test_bad_rate_or_channels_refused_before_anything_is_written(
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.slow
 def test_cli_rate_channels_and_espeak_draft(tmp_path: Path) -> None:
     out = tmp_path / "draft.flac"
     proc = subprocess.run(

@@ -30,6 +30,7 @@ def _stereo(stem: np.ndarray, gains: tuple[float, float]) -> np.ndarray:
     return np.concatenate([stem, stem * (right / left if left else 0.0)], axis=1)
 
 
+@pytest.mark.slow
 def test_normalised_stems_add_up_to_the_normalised_mix(tmp_path: Path) -> None:
     script = load_script(DEMO)
     cast = Cast.auto(script)
@@ -57,6 +58,7 @@ def test_normalised_stems_add_up_to_the_normalised_mix(tmp_path: Path) -> None:
     assert leftovers == []
 
 
+@pytest.mark.slow
 def test_normalised_clips_take_the_mix_gain_over_their_span(tmp_path: Path) -> None:
     """Clips mode: each line's file, placed at its start and panned as its role, adds up to
     the normalised mix."""

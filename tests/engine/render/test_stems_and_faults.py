@@ -47,6 +47,7 @@ def demo():  # type: ignore[no-untyped-def]
     return script, Cast.auto(script)
 
 
+@pytest.mark.slow
 def test_one_pass_stems_equal_the_per_role_mix(tmp_path: Path, demo) -> None:  # type: ignore[no-untyped-def]
     """Each role's stem from the one-pass render equals that role rendered alone by the
     live mixer from the same line audio (written by a clips-mode render)."""

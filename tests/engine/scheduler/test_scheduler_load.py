@@ -7,6 +7,7 @@ import gc
 import math
 import weakref
 
+import pytest
 from sched_fakes import ManualClock, RecordingSynth, req
 
 from engine.core.errors import Overloaded
@@ -32,6 +33,7 @@ def test_a_backlog_on_one_backend_never_starves_the_other(clock: ManualClock) ->
     gate.set()
 
 
+@pytest.mark.slow
 def test_three_thousand_reroutes_in_one_tick_do_not_recurse(clock: ManualClock) -> None:
     s, _slow, _fast = _two_backends(clock, max_pending=20_000)
     s.backends["kokoro"].rtf = 50.0  # far too slow for these deadlines ...

@@ -21,6 +21,8 @@ from engine.core.errors import ScriptError
 from engine.core.types import Script
 from engine.script import load_script
 
+pytestmark = pytest.mark.slow  # seconds of work each (a model, a search, a fuzz run)
+
 CI_EXAMPLES = 2000
 DATA = Path(__file__).resolve().parents[2] / "data"
 SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"

@@ -369,6 +369,7 @@ def _troupe(*args: str) -> subprocess.CompletedProcess[str]:
                           timeout=120, check=False)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_import_report_cli_text_and_json(tmp_path: Path) -> None:
     path = SUBS / "pysrt_windows-1252.srt"
     proc = _troupe("import", str(path), "--report")

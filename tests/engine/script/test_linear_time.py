@@ -44,6 +44,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
 def test_pathological_input_finishes(tmp_path: Path, name: str) -> None:
     f = tmp_path / name

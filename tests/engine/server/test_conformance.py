@@ -145,6 +145,7 @@ def _lengths_follow_speed(s: LiveServer, voice: str) -> dict[float, np.ndarray]:
     return out
 
 
+@pytest.mark.slow
 def test_the_whole_openai_speed_range_on_espeak(live_server: LiveServer) -> None:
     """0.25 and 4.0 lie past espeak-ng's rate range at 175 wpm (0.46-2.57): its rate makes
     it slower, a time-stretch faster and past the range; each speed's spoken length is
@@ -160,6 +161,7 @@ def natural_server() -> Iterator[LiveServer]:
         yield live
 
 
+@pytest.mark.slow
 def test_the_whole_openai_speed_range_on_the_natural_voice(natural_server: LiveServer) -> None:
     """Kokoro (the default cast's voice) at 0.25, 0.5, 2 and 4: the length follows the speed
     and, with the recogniser installed, the words are heard up to 2x (4x: most of them)."""
@@ -171,6 +173,7 @@ def test_the_whole_openai_speed_range_on_the_natural_voice(natural_server: LiveS
     assert max(heard[0.25], heard[0.5], heard[2.0]) <= 0.35, (heard, texts)
 
 
+@pytest.mark.slow
 def test_every_listed_voice_speaks(natural_server: LiveServer) -> None:
     listed = httpx.get(f"{natural_server.url}/v1/voices").json()["voices"]
     natural = [v for v in listed if ":" in v]

@@ -7,6 +7,7 @@ still name a voice or role that does not exist (a 400 or 404, as OpenAI answers 
 from __future__ import annotations
 
 import httpx
+import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from live_server import LiveServer
@@ -17,6 +18,7 @@ from engine.synthesis import lexicon
 EXAMPLES_PER_OPERATION = 25
 
 
+@pytest.mark.slow
 def test_no_input_makes_a_server_error(live_server: LiveServer) -> None:
     spec = httpx.get(f"{live_server.url}/openapi.json").json()
     schema = schemathesis.openapi.from_dict(spec)

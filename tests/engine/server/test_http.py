@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+import pytest
 import soundfile as sf
 from live_server import LiveServer
 from prometheus_client.parser import text_string_to_metric_families
@@ -74,6 +75,7 @@ def test_roles_load_script_and_patch_live(live_server: LiveServer, testdata: Pat
     assert live_server.service.scheduler.weights[role] == 9.5
 
 
+@pytest.mark.slow
 def test_bad_input_is_a_4xx_with_a_json_body(live_server: LiveServer, testdata: Path) -> None:
     u = live_server.url
     cases = [
@@ -124,6 +126,7 @@ def test_metrics_parse_and_carry_role_priority(live_server: LiveServer) -> None:
     assert "HERO" in roles
 
 
+@pytest.mark.slow
 def test_probe_once_json_against_the_server(live_server: LiveServer) -> None:
     _cast(live_server, "hero")
     httpx.get(f"{live_server.url}/tts", params={"role": "hero", "text": "Probe me."}, timeout=30)

@@ -80,6 +80,7 @@ def test_oversize_bodies_are_refused_chunked_or_not(guarded: LiveServer) -> None
     assert r.status_code == 200 and r.content[:4] == b"RIFF"
 
 
+@pytest.mark.slow
 def test_slow_headers_are_cut_off(guarded: LiveServer) -> None:
     port = int(guarded.url.rsplit(":", 1)[1])
     slow = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
@@ -191,6 +192,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads Linux's socket table")
 def test_metrics_port_binds_loopback_and_wants_the_token() -> None:
     port, metrics = _free_port(), _free_port()
@@ -232,6 +234,7 @@ def _ask(sock: socket.socket, path: str) -> bytes:
     return sock.recv(4096)
 
 
+@pytest.mark.slow
 def test_a_trickled_body_is_cut_off_at_its_deadline() -> None:
     """The slow-body attack: a promised 60,000-byte body sent a byte at a time."""
     with _server(ServerLimits(body_timeout_s=0.5, min_body_rate=1 << 20)) as (url, port):
@@ -250,6 +253,7 @@ def test_a_trickled_body_is_cut_off_at_its_deadline() -> None:
         assert httpx.get(f"{url}/healthz").status_code == 200
 
 
+@pytest.mark.slow
 def test_a_full_server_still_answers_health_from_its_reserve() -> None:
     limits = ServerLimits(
         header_timeout_s=600, max_connections=3, health_reserve=2, per_client_connections=100
@@ -274,6 +278,7 @@ def test_a_full_server_still_answers_health_from_its_reserve() -> None:
                 c.close()
 
 
+@pytest.mark.slow
 def test_one_address_holds_only_its_share() -> None:
     limits = ServerLimits(header_timeout_s=600, max_connections=8, per_client_connections=3, evict_idle=False)
     with _server(limits) as (_url, port):
@@ -293,6 +298,7 @@ def test_one_address_holds_only_its_share() -> None:
                 c.close()
 
 
+@pytest.mark.slow
 def test_a_request_rate_quota_answers_429_with_retry_after() -> None:
     with _server(ServerLimits(client_rate=2.0)) as (url, _port), httpx.Client() as client:
         codes = [client.get(f"{url}/v1/roles").status_code for _ in range(8)]
@@ -303,6 +309,7 @@ def test_a_request_rate_quota_answers_429_with_retry_after() -> None:
         assert all(client.get(f"{url}/healthz").status_code == 200 for _ in range(10))  # never limited
 
 
+@pytest.mark.slow
 def test_at_the_cap_a_new_client_evicts_the_longest_idle_connection() -> None:
     """Idle sockets hold every connection; a client that arrives is served, the socket
     that waited longest without sending a request is the one closed."""

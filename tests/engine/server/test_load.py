@@ -62,6 +62,7 @@ def _idle(service: SpeechService) -> bool:
     return s.pending_count == 0 and not s._inflight
 
 
+@pytest.mark.slow
 def test_a_client_dropping_a_stream_withdraws_it_and_the_engine_goes_on(slow_server: LiveServer) -> None:
     service = slow_server.service
     _cast_hero(slow_server.url)
@@ -81,6 +82,7 @@ def test_a_client_dropping_a_stream_withdraws_it_and_the_engine_goes_on(slow_ser
     assert health.status_code == 200 and service.healthy and service.engine_errors == 0
 
 
+@pytest.mark.slow
 def test_a_client_timing_out_on_a_whole_file_withdraws_its_work(slow_server: LiveServer) -> None:
     service = slow_server.service
     _cast_hero(slow_server.url)
@@ -102,6 +104,7 @@ def tight_server() -> Iterator[LiveServer]:
         yield live
 
 
+@pytest.mark.slow
 def test_overload_is_refused_fast_with_retry_after_and_the_rest_is_served(tight_server: LiveServer) -> None:
     text = "A line of speech long enough to take a little while to voice, every time."
     _cast_hero(tight_server.url)
@@ -134,6 +137,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_server_within_five_seconds_with_clients_waiting() -> None:
     port = _free_port()
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}

@@ -45,6 +45,7 @@ def decode(data: bytes, fmt: str) -> tuple[np.ndarray, int]:
     return audio, rate
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", RESPONSE_FORMATS)
 def test_every_response_format_whole_and_streamed(client: openai.OpenAI, fmt: str) -> None:
     if fmt not in available_formats():
@@ -126,6 +127,7 @@ def test_sse_sends_base64_deltas_then_done(client: openai.OpenAI) -> None:
     assert usage["input_characters"] == len(TWO_SENTENCES) and usage["output_seconds"] > 0.5
 
 
+@pytest.mark.slow
 def test_speed_is_honoured_across_openais_range(client: openai.OpenAI) -> None:
     lengths = {}
     for speed in (0.25, 0.5, 1.0, 2.0, 4.0):  # 0.25 and 4: past the voice's rate, time-stretched

@@ -17,6 +17,7 @@ def test_no_check_unless_asked(live_server: LiveServer) -> None:
     assert r.status_code == 200 and "x-troupe-check" not in r.headers and "x-troupe-wer" not in r.headers
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(WHY_NOT is not None, reason=f"no speech recognition: {WHY_NOT}")
 def test_check_header_scores_the_line(live_server: LiveServer) -> None:
     httpx.put(f"{live_server.url}/v1/roles/caller", json={"voice_id": "en-us"})

@@ -16,6 +16,7 @@ import pytest
 from live_server import LiveServer, serving
 
 from engine.asr import asr_available
+from engine.core.timing import SPEEDS
 from engine.core.types import Voice
 from engine.server import SpeechService, SpeechSettings
 from engine.server.slotted import ALLOWED_OVERRUN_S, SlottedLine, SpeedMemory, at_rate, slot_state
@@ -71,6 +72,7 @@ def _streamed_s(client: httpx.Client, text: str, slot_s: float, correction: bool
         return _seconds(b"".join(r.iter_bytes()))
 
 
+@pytest.mark.slow
 def test_a_streamed_slotted_line_fits_better_with_the_correction(by_length: LiveServer,
                                                                  client: httpx.Client) -> None:  # fmt: skip
     misfits: dict[bool, list[float]] = {False: [], True: []}
@@ -79,6 +81,7 @@ def test_a_streamed_slotted_line_fits_better_with_the_correction(by_length: Live
         for share in (0.8, 1.0, 1.15):
             for correction in (False, True):
                 slot_state(by_length.service).speeds.forget()  # each from the same first guess
+                SPEEDS.reset()
                 got_s = _streamed_s(client, text, natural_s * share, correction)
                 misfits[correction].append(got_s - natural_s * share)
     open_loop, closed = (sorted(abs(m) for m in misfits[c]) for c in (False, True))
@@ -92,6 +95,7 @@ def test_the_learnt_speed_carries_over_to_the_next_line(by_length: LiveServer, c
     text = LINES[1]
     natural_s = _seconds(client.post("/v1/audio/speech", json=_body(text, stream=False)).content)
     slot_state(by_length.service).speeds.forget()
+    SPEEDS.reset()  # nor the backend's speed learnt from the whole line above: a true first guess
     cold = abs(_streamed_s(client, text, natural_s, True) - natural_s)
     warm = abs(_streamed_s(client, text, natural_s, True) - natural_s)
     assert warm < cold and warm <= ALLOWED_OVERRUN_S, (cold, warm)
@@ -171,6 +175,7 @@ def test_a_client_that_hangs_up_withdraws_the_chunk_in_flight(
     assert stuck.cancelled() and queued == [0, 1], queued
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(asr_available() is not None, reason=str(asr_available()))
 def test_chunks_are_heard_when_the_recogniser_is_free_and_measured_by_length_when_busy() -> None:
     for live in _serve(SpeechSettings(neural=False)):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from engine.metrics import AnomalyDetector
 from engine.server.probe import parse_interval, quantile
 
@@ -72,6 +74,7 @@ def test_request_span_has_a_child_per_stage() -> None:
     tracer.close()
 
 
+@pytest.mark.slow
 def test_live_probe_backs_off_and_stays_cheap_while_the_server_is_down(capsys) -> None:  # type: ignore[no-untyped-def]
     import socket
     import time

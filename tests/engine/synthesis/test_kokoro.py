@@ -83,6 +83,7 @@ def _rms(a: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.square(a))))
 
 
+@pytest.mark.slow
 def test_onnx_speaks_english_with_two_different_voices(onnx_voice) -> None:  # type: ignore[no-untyped-def]
     line = "Good evening, Iris."
     a, b = onnx_voice.synthesize(
@@ -97,6 +98,7 @@ def test_onnx_speaks_english_with_two_different_voices(onnx_voice) -> None:  # t
     assert {v.voice_id for v in onnx_voice.voices()} >= {"jf_alpha", "jm_kumo"}
 
 
+@pytest.mark.slow
 def test_rate_changes_the_length(onnx_voice) -> None:  # type: ignore[no-untyped-def]
     line = "We leave at dawn."
     slow, fast = onnx_voice.synthesize(

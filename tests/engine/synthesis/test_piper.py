@@ -86,6 +86,7 @@ def _req(text: str, **voice: object) -> SynthRequest:
     return SynthRequest(text, Voice(backend="piper", voice_id=SHIPPED_VOICE, **voice))  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_shipped_voice_speaks(piper: PiperSynthesizer) -> None:
     (audio,) = piper.synthesize([_req("Good evening, this is Iris on the radio.")])
     assert audio.dtype == np.float32
@@ -94,6 +95,7 @@ def test_shipped_voice_speaks(piper: PiperSynthesizer) -> None:
     assert piper.voices()[0].gender == "male"
 
 
+@pytest.mark.slow
 def test_batched_equals_one_by_one(piper: PiperSynthesizer) -> None:
     pytest.importorskip("onnx")  # exposes each item's length; without it, one sentence a call
     assert SHIPPED is not None

@@ -56,6 +56,7 @@ def test_bad_ssml_names_the_element(doc: str, message: str) -> None:
         parse(doc)
 
 
+@pytest.mark.slow
 @given(st.text(max_size=80))
 def test_any_text_parses_or_is_refused(text: str) -> None:
     try:

@@ -14,10 +14,13 @@ import soundfile as sf
 from engine.core.errors import TroupeError
 from engine.voicelib.fit import read_clips
 
-pytestmark = pytest.mark.skipif(
-    not all(importlib.util.find_spec(m) for m in ("resemblyzer", "speechmos", "faster_whisper")),
-    reason="needs the design and asr extras (.ci/run installs them)",
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not all(importlib.util.find_spec(m) for m in ("resemblyzer", "speechmos", "faster_whisper")),
+        reason="needs the design and asr extras (.ci/run installs them)",
+    ),
+]
 
 
 def test_bad_clips_are_refused(tmp_path: Path) -> None:

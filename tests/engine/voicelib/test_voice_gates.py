@@ -16,6 +16,8 @@ from engine.synthesis.kokoro.library import Recipe, build_style, read_library
 from engine.voicelib.gates import Targets
 from engine.voicelib.pitch import f0_median
 
+pytestmark = pytest.mark.slow  # seconds of work each (a model, a search, a fuzz run)
+
 
 @pytest.mark.parametrize("f0", [85.0, 120.0, 180.0, 240.0, 330.0])
 def test_f0_of_a_buzz_and_of_a_glide(f0: float) -> None:

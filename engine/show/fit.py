@@ -13,13 +13,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from engine.core.limits import limit
+from engine.core.limits import clamp
+from engine.core.timing import RATE_WPM, SPEEDS
 from engine.core.types import SAMPLE_RATE_HZ, Cue, Voice
 from engine.render.fitting import Fit, FitOptions, Slot, plan_slots, trim_tail
-from engine.render.rhythm import PRIOR_S_PER_CHAR, RateModel
+from engine.render.rhythm import RateModel
 
-PRIOR_RATE_WPM = 175
-"""The rate at which `PRIOR_S_PER_CHAR` holds."""
+PRIOR_RATE_WPM = RATE_WPM
+"""The rate at which the speeds hold."""
 LEARN = 0.5
 """How far each heard take moves a voice's speed estimate towards what it measured."""
 
@@ -41,8 +42,7 @@ def _key(voice: Voice) -> str:
 def at_rate(voice: Voice, rate: float) -> tuple[Voice, float]:
     """`voice` `rate` times faster, within the voice's rate range, and the rate that gives
     (rounded down to a whole wpm: never faster than the fitting's bound)."""
-    lo, hi = limit("rate_wpm")
-    wpm = int(min(hi, max(lo, math.floor(voice.rate_wpm * rate + 1e-9))))
+    wpm = int(clamp("rate_wpm", math.floor(voice.rate_wpm * rate + 1e-9)))
     return replace(voice, rate_wpm=wpm), wpm / max(1, voice.rate_wpm)
 
 
@@ -61,7 +61,7 @@ class LiveFit:
         """Seconds per character at the voice's own rate, learnt from its takes."""
         model = self._models.get(_key(voice))
         if model is None:
-            prior = PRIOR_S_PER_CHAR * PRIOR_RATE_WPM / max(1, voice.rate_wpm)
+            prior = SPEEDS.s_per_char(voice.backend) * PRIOR_RATE_WPM / max(1, voice.rate_wpm)
             model = self._models[_key(voice)] = RateModel(prior, LEARN)
         return model
 

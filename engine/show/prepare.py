@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from engine.scheduler import Request
-from engine.show_tracks import CueState, CueTrack
+from engine.show.tracks import CueState, CueTrack
 
 IDLE_SLACK_S = 3600.0
 """How far off a stopped or paused show's lines are counted as due: voiced ahead, in order,

@@ -25,15 +25,17 @@ from engine.core.errors import QueueFull, TroupeError
 from engine.core.types import Script, Voice
 from engine.mixer import Clip, MixControls, Mixer, Pacing
 from engine.scheduler import Request, RequestClass, Scheduler, State
-from engine.show_adlibs import Adlibs
-from engine.show_fit import LiveFit
-from engine.show_prepare import IDLE_SLACK_S, MAX_PREPARE_S, Readiness, readiness
-from engine.show_tracks import HEARD, SR, CueState, CueTrack, ShowStats, plan
+from engine.show.adlibs import Adlibs
+from engine.show.fit import LiveFit
+from engine.show.planner import Now, Planner, chunk_deadlines
+from engine.show.planner import deadline as deadline_at
+from engine.show.prepare import IDLE_SLACK_S, MAX_PREPARE_S, Readiness, readiness
+from engine.show.tracks import HEARD, SR, Changes, CueState, CueTrack, ShowStats
 from engine.synthesis.delivery import delivered_audio, delivered_voice
 from engine.synthesis.text import split_chunks
 
 if TYPE_CHECKING:
-    from engine.show_listen import LiveListener
+    from engine.show.listen import LiveListener
 
 BLOCK_FRAMES = 1024
 REFIT_AHEAD_S = 0.5
@@ -68,15 +70,18 @@ class Show:
         self.target_fill = min(ring.capacity, round(self.render_ahead_s * SR))
         self.lookahead_s, self.prefetch_s = lookahead_s, prefetch_s
         self.mixer = Mixer(self._controls())
-        self.tracks = [CueTrack(c, split_chunks(c.text) or [c.text], cast[c.role].rate_wpm)
-                       for c in script.cues]  # fmt: skip
+        changes = Changes()
+        self.tracks = [CueTrack(c, split_chunks(c.text) or [c.text], cast[c.role].rate_wpm,
+                                cast[c.role].backend, changes=changes) for c in script.cues]  # fmt: skip
+        self.planner = Planner(lambda: self.timeline, pacing, changes)
+        """Every cue's planned start, recomputed whenever a track changes what it reads."""
         self.stats = ShowStats()
         timed = any(c.start_s is not None and c.end_s is not None for c in script.cues)
         self.fit: LiveFit | None = LiveFit(script.cues) if fit and timed else None
         """Timed lines voiced to fit their slots (None: no timed lines, or fitting off)."""
         self._refit: list[tuple[int, int]] = []
         """(cue, take) heard past its slot, to be voiced again at the next tick."""
-        self.adlibs = Adlibs(self, round(splice_margin_ms / 1000 * SR))
+        self.adlibs = Adlibs(self, round(splice_margin_ms / 1000 * SR), changes, self._set_state)
         self.origin = ring.write_pos
         self.loop: tuple[float, float] | None = None
         self.cue_stack = False
@@ -91,7 +96,7 @@ class Show:
         """What the director asked for: playing (True) or paused."""
         self.preparing: Readiness | None = None
         """Play was asked for, and the clock waits until the lines ahead can be voiced in
-        their cast voices in time (engine/show_prepare.py); None when not waiting."""
+        their cast voices in time (engine/show/prepare.py); None when not waiting."""
         self._prepare_since = 0.0
         self.on_cue_changed: Callable[[CueTrack], None] | None = None
         self.on_request_done: Callable[[Request], None] | None = None
@@ -99,14 +104,12 @@ class Show:
         self.listener: LiveListener | None = None
         """Checks each voiced line off the real-time path (None: no line check)."""
         self._next_place = 0
-        self._planned: dict[int, float] = {}
         self._block = np.zeros((BLOCK_FRAMES, ring.channels), np.float32)
         self._last_tick = -1e9
         self._release_from = 0
         self._last_release = -1e9
         for role in script.roles:
             self.scheduler.set_weight(role, self.scheduler.weights.get(role, cast[role].weight))
-        self._replan()
         self._apply_transport()
 
     # --- clock ---------------------------------------------------------------------
@@ -131,9 +134,10 @@ class Show:
     @property
     def end_s(self) -> float:
         """Where the show ends: exact once every line is voiced, estimated until then."""
-        if not self._planned:
+        planned = self.planner.starts
+        if not planned:
             return 0.0
-        return max(self._planned[t.cue.index] + t.est_duration_s for t in self.timeline)
+        return max(planned[t.cue.index] + t.est_duration_s for t in self.timeline)
 
     @property
     def finished(self) -> bool:
@@ -162,38 +166,33 @@ class Show:
             return "preparing"  # (not before the first turn has judged the lines ahead)
         return "playing" if self.running else "paused"
 
-    def deadline(self, show_s: float) -> float:
-        """Wall-clock time by which audio for show time `show_s` must be in the mixer."""
+    def _now(self) -> Now:
+        """Where the clock stands, for deadlines (engine/show/planner.py)."""
         writer_s = max(self.write_s, self.playhead_s + self.render_ahead_s)  # steady state
         idle = 0.0 if self.running and self.preparing is None else IDLE_SLACK_S  # not consumed yet
-        return self.clock() + idle + (show_s - writer_s)
+        return Now(self.clock(), writer_s, idle)
+
+    def deadline(self, show_s: float) -> float:
+        """Wall-clock time by which audio for show time `show_s` must be in the mixer."""
+        return deadline_at(show_s, self._now())
 
     # --- planning ------------------------------------------------------------------
-    def _replan(self) -> None:
-        """Planned start of every cue from fixed starts, real durations and estimates."""
-        self._planned = plan(self.timeline, self.pacing)
-
     def planned_start_s(self, cue_index: int) -> float:
-        if cue_index in self._planned:
-            return self._planned[cue_index]
+        planned = self.planner.starts
+        if cue_index in planned:
+            return planned[cue_index]
         t = self.adlibs.get(cue_index)
         return t.start_s if t.start_s is not None else self.write_s
 
     def _chunk_deadlines(self, t: CueTrack) -> list[float]:
-        start = self._planned[t.cue.index]
-        out, offset = [], 0.0
-        words_total = max(1, len(t.cue.text.split()))
-        for chunk in t.chunks:
-            out.append(self.deadline(start + offset))
-            offset += t.est_duration_s * len(chunk.split()) / words_total
-        return out
+        return chunk_deadlines(t, self.planner.starts[t.cue.index], self._now())
 
     def _submit_window(self) -> None:
         horizon = self.write_s + self.lookahead_s
         for t in self.tracks:
             if t.state is not CueState.PENDING or t.in_flight:
                 continue
-            start = self._planned[t.cue.index]
+            start = self.planner.starts[t.cue.index]
             if start > horizon:
                 break
             if start + t.est_duration_s < self.write_s and t.start_s is None:
@@ -234,10 +233,9 @@ class Show:
         if generation != t.generation:
             return  # an older take
         if r.state is State.DONE and r.audio is not None:
-            t.audio[r.chunk] = delivered_audio(r.audio, t.cue.hints, SR, r.chunk == 0)
+            t.set_chunk(r.chunk, delivered_audio(r.audio, t.cue.hints, SR, r.chunk == 0))
             t.fallback |= r.fallback
             if t.known:
-                self._replan()
                 if self.fit is not None and not t.adlib:
                     own = delivered_voice(self.cast[t.cue.role], t.cue.hints)
                     if self.fit.heard(t.cue, own, [a for a in t.audio if a is not None]):
@@ -253,10 +251,9 @@ class Show:
                 self._set_state(t, CueState.PENDING)  # asked again when closer
                 return
             t.error = r.error
-            t.audio[r.chunk] = np.zeros(0, np.float32)  # the show goes on without it
+            t.set_chunk(r.chunk, np.zeros(0, np.float32))  # the show goes on without it
             self.stats.failed[t.cue.index] = r.error
             self._set_state(t, CueState.FAILED)
-            self._replan()
 
     def _set_state(self, t: CueTrack, state: CueState) -> None:
         if t.state is not state:
@@ -289,8 +286,7 @@ class Show:
             if t.cue.start_s is None and not all(p.known or p.released or p.skipped
                                                  or p.state is CueState.FAILED for p in earlier):  # fmt: skip
                 return False
-            self._replan()
-            planned = self._planned[t.cue.index]
+            planned = self.planner.starts[t.cue.index]
             start = max(planned, self.write_s)
             if self.cue_stack:
                 start = planned = self.write_s  # GO starts it at once; waiting is not lateness
@@ -317,7 +313,7 @@ class Show:
 
     def _behind(self, t: CueTrack) -> bool:
         """A cue that a seek jumped over is skipped, not waited for."""
-        if t.state is CueState.PENDING and self._planned[t.cue.index] + t.est_duration_s < self.write_s:
+        if t.state is CueState.PENDING and self.planner.starts[t.cue.index] + t.est_duration_s < self.write_s:
             t.skipped = True
             return True
         return False
@@ -396,7 +392,7 @@ class Show:
         refit, self._refit = self._refit, []
         for index, generation in refit:
             t = self.tracks[index]
-            start = t.start_s if t.start_s is not None else self._planned[index]
+            start = t.start_s if t.start_s is not None else self.planner.starts[index]
             if t.generation == generation and start - self.write_s >= REFIT_AHEAD_S:
                 self.retake(index, refit=True)
 
@@ -421,14 +417,15 @@ class Show:
 
     # --- transport -------------------------------------------------------------------
     def _readiness(self) -> Readiness:
-        """How ready the lines ahead of the playhead are (see engine/show_prepare.py)."""
+        """How ready the lines ahead of the playhead are (see engine/show/prepare.py)."""
         backends = self.scheduler.backends
 
         def cost(r: Request) -> float:
             b = backends.get(r.backend)
             return b.cost_s(r) if b is not None else 0.0
 
-        return readiness(self.tracks, lambda i: self._planned.get(i, 0.0), self.playhead_s,
+        planned = self.planner.starts
+        return readiness(self.tracks, lambda i: planned.get(i, 0.0), self.playhead_s,
                          self.playhead_s + self.lookahead_s, cost)  # fmt: skip
 
     def _prepare(self, now: float) -> None:
@@ -522,7 +519,6 @@ class Show:
         t.check, t.wer = False, None
         keep_start = t.start_s
         self._set_state(t, CueState.PENDING)
-        self._replan()
         self._submit(t, RequestClass.RETAKE)
         t.start_s = keep_start  # a placed line keeps its place on the timeline
         if keep_start is not None:
@@ -537,7 +533,7 @@ class Show:
             self.scheduler.set_weight(role, voice.weight)
         for t in self.tracks:
             if t.cue.role == role:
-                t.rate_wpm = voice.rate_wpm
+                t.rate_wpm, t.backend = voice.rate_wpm, voice.backend
         sound = ("backend", "voice_id", "rate_wpm", "pitch", "pitch_range")
         if any(getattr(old, k) != getattr(voice, k) for k in sound):
             for t in self.tracks:
@@ -563,7 +559,7 @@ class Show:
         self._release_from = 0
         self.scheduler.wake.set()  # lines to voice again are asked for at the next turn
         for t in self.timeline:
-            if t.skipped and self._planned[t.cue.index] + t.est_duration_s >= show_s:
+            if t.skipped and self.planner.starts[t.cue.index] + t.est_duration_s >= show_s:
                 t.skipped = False  # seeking back: voice what was jumped over
             if t.state in HEARD and t.start_s is not None and show_s < t.start_s + t.est_duration_s:
                 self._set_state(t, CueState.READY)  # to be heard again
@@ -595,7 +591,6 @@ class Show:
         started = [t.cue.index for t in self.tracks if t.start_s is not None]
         self.go_index = max(started, default=-1)
         self.seek(head)  # what was rendered ahead of those cues is dropped
-        self._replan()
 
     def go(self, cue_index: int | None = None) -> int:
         """Theatre GO: release the next cue (or `cue_index`) at once; returns it."""
@@ -611,7 +606,7 @@ class Show:
     def skip(self) -> None:
         """Jump to the next cue after the playhead."""
         head = self.playhead_s
-        nxt = next((s for s in sorted(self._planned.values()) if s > head + 0.05), None)
+        nxt = next((s for s in sorted(self.planner.starts.values()) if s > head + 0.05), None)
         if nxt is not None:
             self.seek(nxt)
 
@@ -620,8 +615,9 @@ class Show:
         if scene is None:
             self.loop = None
             return
-        starts = [self._planned[t.cue.index] for t in self.tracks if t.cue.scene == scene]
-        ends = [self._planned[t.cue.index] + t.est_duration_s for t in self.tracks if t.cue.scene == scene]
+        planned = self.planner.starts
+        starts = [planned[t.cue.index] for t in self.tracks if t.cue.scene == scene]
+        ends = [planned[t.cue.index] + t.est_duration_s for t in self.tracks if t.cue.scene == scene]
         if starts:
             self.loop = (min(starts), max(ends) + self.pacing.gap_s)
 

@@ -1,17 +1,17 @@
-"""What the show knows about each cue (a script line or an ad-lib), and where each sits on
-the show timeline: the one layout both the live show and the offline render use."""
+"""What the show knows about each cue (a script line or an ad-lib). A track tells its show's
+`Changes` whenever something the plan reads changes (its text, takes, start, length, rate,
+whether it is in the show), so the plan (engine/show/planner.py) is recomputed then and only
+then."""
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from engine.core.timing import spoken_length_s
 from engine.core.types import SAMPLE_RATE_HZ, Cue
-from engine.mixer import Pacing, layout
 from engine.scheduler import Request, State
 
 SR = SAMPLE_RATE_HZ
@@ -31,6 +31,19 @@ class CueState(enum.Enum):
 
 
 HEARD = (CueState.PLAYING, CueState.PLAYED, CueState.FALLBACK)
+PLAN_FIELDS = frozenset({"cue", "audio", "start_s", "duration_s", "rate_wpm", "backend", "kept", "deleted"})
+"""What the plan reads of a track: setting one of these tells the track's `Changes` (the
+length fields only when the length they give changes)."""
+_LENGTH_FIELDS = frozenset({"audio", "duration_s", "rate_wpm", "backend"})
+
+
+class Changes:
+    """How many times the tracks of one show changed what the plan reads."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
 
 
 @dataclass
@@ -41,6 +54,8 @@ class CueTrack:
     chunks: list[str]
     rate_wpm: float = 175
     """The role's speaking rate: what the length estimate uses until the audio is known."""
+    backend: str = ""
+    """The role's voice backend, whose learnt speed the length estimate uses."""
     audio: list[np.ndarray | None] = field(default_factory=list)
     requests: list[Request] = field(default_factory=list)
     start_s: float | None = None
@@ -69,6 +84,27 @@ class CueTrack:
     """The line check's word error rate of this take (a live show with TROUPE_LIVE_CHECK)."""
     check: bool = False
     """Marked "check": the take's words were not all heard."""
+    changes: Changes = field(default_factory=Changes, repr=False, compare=False)
+    """Told of every change the plan reads (shared by the tracks of one show)."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        changes = self.__dict__.get("changes")
+        if changes is None or name not in PLAN_FIELDS:
+            object.__setattr__(self, name, value)
+        elif name in _LENGTH_FIELDS:  # the plan reads the length these make
+            before = self.est_duration_s
+            object.__setattr__(self, name, value)
+            changes.count += self.est_duration_s != before
+        else:
+            was = self.__dict__.get(name)
+            object.__setattr__(self, name, value)
+            changes.count += was is not value and was != value
+
+    def set_chunk(self, k: int, audio: np.ndarray) -> None:
+        """The take of chunk `k` came back."""
+        before = self.est_duration_s
+        self.audio[k] = audio
+        self.changes.count += self.est_duration_s != before
 
     @property
     def est_duration_s(self) -> float:
@@ -76,7 +112,7 @@ class CueTrack:
             return sum(len(a) for a in self.audio if a is not None) / SR
         if self.duration_s is not None:
             return self.duration_s
-        return spoken_length_s(self.cue.text, self.rate_wpm)
+        return spoken_length_s(self.cue.text, self.rate_wpm, self.backend)
 
     def release(self) -> None:
         """Let go of the audio of a take that has been heard (its length is kept)."""
@@ -123,14 +159,3 @@ class ShowStats:
     queue_full: int = 0
     """Turns on which a line found the synthesis queue full (asked for again next turn)."""
     adlibs: list[Request] = field(default_factory=list)
-
-
-def plan(tracks: Sequence[CueTrack], pacing: Pacing) -> dict[int, float]:
-    """Planned start of every cue: where it was placed, else the script's layout over real
-    durations where known and estimates elsewhere."""
-    fixed = [t.cue if t.start_s is None else _pinned(t.cue, t.start_s) for t in tracks]
-    return layout(fixed, {t.cue.index: t.est_duration_s for t in tracks}, pacing)
-
-
-def _pinned(cue: Cue, start_s: float) -> Cue:
-    return replace(cue, start_s=start_s, overlaps_previous=False)

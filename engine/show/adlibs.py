@@ -6,21 +6,19 @@ again after Stop, Play or a jump unless the director keeps one in the show, and 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
+from engine.audio_io.ring import MixRing
 from engine.audio_io.splice import splice
+from engine.cast import Cast
 from engine.core.errors import TroupeError
 from engine.core.types import Cue, Voice
-from engine.mixer import Clip, soft_limit
-from engine.scheduler import Request, RequestClass, State
-from engine.show_tracks import SR, CueState, CueTrack
-
-if TYPE_CHECKING:
-    from engine.show import Show
-
+from engine.mixer import Clip, Mixer, soft_limit
+from engine.scheduler import Request, RequestClass, Scheduler, State
+from engine.show.tracks import SR, Changes, CueState, CueTrack, ShowStats
 
 KEEPABLE = 16
 """How many of the latest ad-libs keep their audio after they are heard, so that the
@@ -31,11 +29,39 @@ PREVIEW_ROLE = "(preview)"
 """The role a voice preview is voiced and mixed as (centre, unity gain)."""
 
 
+class Stage(Protocol):
+    """What ad-libs use of the show they are spoken in."""
+
+    tracks: list[CueTrack]
+    """The script's lines (ad-libs are numbered after them)."""
+    cast: Cast
+    scheduler: Scheduler
+    ring: MixRing
+    mixer: Mixer
+    stats: ShowStats
+    origin: int
+    """The ring position of show time 0."""
+    clock: Callable[[], float]
+
+    @property
+    def playhead_s(self) -> float: ...
+
+    @property
+    def write_s(self) -> float: ...
+
+    def deadline(self, show_s: float) -> float: ...
+
+
 class Adlibs:
     """The show's ad-libs; cue indices follow the script's (script cues first)."""
 
-    def __init__(self, show: Show, margin_frames: int) -> None:
+    def __init__(self, show: Stage, margin_frames: int, changes: Changes,
+                 set_state: Callable[[CueTrack, CueState], None]) -> None:  # fmt: skip
+        """`changes`: the show's plan counter (a kept ad-lib is in the plan); `set_state`
+        sets a cue's state and tells the show's observers."""
         self.show = show
+        self.changes = changes
+        self._set_state = set_state
         self.margin_frames = margin_frames
         """How far ahead of the listener an ad-lib is spliced in: at least one callback's
         frames plus the time to mix it, or the callback meets the held frame (an underrun)."""
@@ -53,7 +79,7 @@ class Adlibs:
         voice = voice or show.cast[role]
         index = len(show.tracks) + len(self.tracks)
         t = CueTrack(Cue(index, role, text, self._scene_now(), 0, ("ad-lib",)), [text], voice.rate_wpm,
-                     adlib=True)  # fmt: skip
+                     voice.backend, adlib=True, changes=self.changes)  # fmt: skip
         r = Request(role, text, voice, show.deadline(show.write_s), RequestClass.ADLIB, index)
         r.on_done = lambda req: self._voiced(t, req)
         t.audio, t.requests, t.state = [None], [r], CueState.QUEUED
@@ -72,7 +98,7 @@ class Adlibs:
             return
         if r.state is not State.DONE or r.audio is None or not r.audio.size:
             t.error = r.error or "nothing was voiced"
-            self.show._set_state(t, CueState.FAILED)
+            self._set_state(t, CueState.FAILED)
             return
         t.audio, t.fallback = [r.audio], r.fallback
         self._place(t, r)
@@ -84,7 +110,7 @@ class Adlibs:
         frame = self.splice(t.cue.role, audio, t.cue.index, r)
         t.start_s = frame / SR
         t.placed_chunks = 1
-        self.show._set_state(t, CueState.READY)
+        self._set_state(t, CueState.READY)
 
     def preview(self, voice: Voice, text: str, on_audio: Callable[[Request], None]) -> Request:
         """Voice `text` in `voice` at ad-lib priority for the director to hear; no cue item.
@@ -119,9 +145,9 @@ class Adlibs:
             if t.kept or t.deleted or t.start_s is None or t.state in (CueState.PLAYED, CueState.FAILED):
                 continue
             if head_s >= t.start_s + t.est_duration_s:
-                self.show._set_state(t, CueState.PLAYED)
+                self._set_state(t, CueState.PLAYED)
             elif head_s >= t.start_s and t.state is not CueState.PLAYING:
-                self.show._set_state(t, CueState.PLAYING)
+                self._set_state(t, CueState.PLAYING)
 
     def release_heard(self, heard_s: float) -> None:
         """Ad-libs heard before `heard_s` leave the mixer; the audio of all but the latest
@@ -141,7 +167,7 @@ class Adlibs:
         for t in self.tracks:
             if not t.kept and not t.deleted and t.start_s is not None:
                 self.show.mixer.remove_cue(t.cue.index)
-                self.show._set_state(t, CueState.PLAYED)
+                self._set_state(t, CueState.PLAYED)
 
     def keep(self, cue_index: int) -> CueTrack:
         """Keep an ad-lib in the show: a cue at the time it was heard, replayed like any other."""
@@ -156,7 +182,6 @@ class Adlibs:
             t.kept = True
             self.show.mixer.remove_cue(cue_index)
             self.show.mixer.add(Clip(round(t.start_s * SR), t.cue.role, audio, cue_index))
-            self.show._replan()
         return t
 
     def unkeep(self, cue_index: int) -> None:
@@ -165,7 +190,6 @@ class Adlibs:
         if t.kept:
             t.kept = False
             self.show.mixer.remove_cue(cue_index)
-            self.show._replan()
 
     def delete(self, cue_index: int) -> None:
         """Remove an ad-lib from the list, the timeline and the mix (and the queue)."""
@@ -173,7 +197,6 @@ class Adlibs:
         t.deleted = True
         self.show.scheduler.cancel(lambda r: r.cue_index == cue_index)
         self.show.mixer.remove_cue(cue_index)
-        self.show._replan()
 
     def restore(self, cue_index: int) -> None:
         """Undo `delete`: the ad-lib is listed again; a kept one is back in the mix."""
@@ -185,7 +208,6 @@ class Adlibs:
         audio = t.audio[0] if t.known else None
         if t.kept and t.start_s is not None and audio is not None:
             self.show.mixer.add(Clip(round(t.start_s * SR), t.cue.role, audio, cue_index))
-        self.show._replan()
 
     def close(self) -> None:
         for t in self.tracks:
