@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import shutil
 import signal
 import sys
 import time
@@ -244,6 +245,7 @@ def _print_messages(monitor) -> None:  # type: ignore[no-untyped-def]
 def cmd_play(args: argparse.Namespace) -> int:
     from engine.audio_io.output import OutputSettings, terminate_portaudio
     from engine.control import EngineSettings, Troupe, wait
+    from engine.control.console import KEYS_HELP, command_for, keys, status_line
 
     _stop_on_signals()
 
@@ -263,14 +265,33 @@ def cmd_play(args: argparse.Namespace) -> int:
         wait(troupe.output.open(), 30)
         troupe.transport.play()
         print(f"playing {script.title!r}: {len(script.cues)} lines, {len(script.roles)} roles")
+        live = sys.stderr.isatty()  # a terminal: a live status line, and keys for the commands
+        if live and sys.stdin.isatty():
+            print(KEYS_HELP, file=sys.stderr)
         limit = time.monotonic() + args.seconds if args.seconds else None
-        while limit is None or time.monotonic() < limit:
-            _print_messages(troupe.monitor)
-            snap = troupe.monitor.snapshot()
-            voiced = snap.cues and all(c.state in ("played", "failed") for c in snap.cues)
-            if snap.status == "ended" or voiced:
-                break
-            time.sleep(0.05)
+        with keys() as pressed:
+            while limit is None or time.monotonic() < limit:
+                if live:
+                    sys.stderr.write("\r\x1b[K")  # the status line gives way to a message
+                _print_messages(troupe.monitor)
+                snap = troupe.monitor.snapshot()
+                if live:
+                    width = shutil.get_terminal_size((100, 20)).columns - 1
+                    sys.stderr.write(status_line(snap, width))
+                    sys.stderr.flush()
+                typed = pressed()
+                if "q" in typed.lower():
+                    break
+                for key in typed:
+                    command = command_for(key, troupe.transport)
+                    if command is not None:
+                        command()
+                voiced = snap.cues and all(c.state in ("played", "failed") for c in snap.cues)
+                if snap.status == "ended" or voiced:
+                    break
+                time.sleep(0.1 if live else 0.05)
+        if live:
+            sys.stderr.write("\n")
     except KeyboardInterrupt:
         pass
     finally:

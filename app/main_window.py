@@ -290,6 +290,7 @@ class MainWindow(QMainWindow):
         def opened(_script: Script) -> None:
             self.session.discard(path)
             self._opened(serial)
+            self.undo.resetClean()  # recovered edits are not saved anywhere yet: Quit asks
             where = f"Save goes to {origin}" if origin else "Save asks where to save it"
             self.banner.show_message(
                 f"recovered the cast and edits of the session that did not close; {where}", kind="success"
@@ -351,6 +352,7 @@ class MainWindow(QMainWindow):
             self.banner.show_message(str(exc))
             return
         self.adlib_text.clear()
+        self.cues.setFocus()  # spoken: the keys are the show's again (Space is GO, not a space)
 
     def _edit_line(self, index: int, text: str) -> None:
         row = self.cue_model.row_of(index)

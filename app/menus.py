@@ -115,6 +115,8 @@ def build_menus(w: QMainWindow, do: Commands, transport: Transport, undo: QUndoS
     delete = a(w, "Delete selected ad-lib", do.delete_adlib, "Ctrl+Delete")
     for act in (go, play, pause, stop, panic, nxt, prev, jump, loop, stack, keep, delete):
         show.addAction(act)
+    for act in (go, play, pause, stop, panic):  # from anywhere in the window, whatever has focus
+        act.setShortcutContext(Qt.ShortcutContext.ApplicationShortcut)
 
     bar = QToolBar("Transport")
     bar.setObjectName("transport")

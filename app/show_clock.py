@@ -20,16 +20,16 @@ def cue_line(cue: CueView | None) -> str:
     return "–" if cue is None else f"{cue.index + 1}  {cue.role}: {cue.text}"
 
 
+GO_WIDTH = 190
+"""The GO button's fixed width: a long role name is elided, never widens the transport."""
+
+
 def now_and_next(snap: EngineSnapshot) -> tuple[CueView | None, CueView | None]:
-    """The cue being heard (if any) and the one that comes next: in cue-stack mode (or
-    stopped) the one GO starts; else the first line not yet started after the playhead."""
-    by_index = {c.index: c for c in snap.cues}
+    """The cue being heard (if any) and the Standby cue: the one GO fires, as the engine
+    says (`go_cue`), in every mode."""
     now = next((c for c in snap.cues if c.state == "playing"), None)
-    if snap.cue_stack or snap.status in ("stopped", "ended", "waiting for GO"):
-        return now, by_index.get(snap.go_cue)
-    later = (c for c in snap.cues if c.kind == "line" and c.start_s >= snap.playhead_s
-             and c.state not in ("playing", "played") and c is not now)  # fmt: skip
-    return now, min(later, key=lambda c: c.start_s, default=None)
+    standby = next((c for c in snap.cues if c.index == snap.go_cue), None) if snap.go_cue >= 0 else None
+    return now, standby
 
 
 class ShowClock(QWidget):
@@ -50,7 +50,7 @@ class ShowClock(QWidget):
             label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.next.setStyleSheet("color: #a16207; font-weight: 600;")
         self.go = QPushButton("GO")
-        self.go.setMinimumSize(150, 56)
+        self.go.setFixedSize(GO_WIDTH, 56)
         self.go.setStyleSheet("QPushButton { background: #15803d; color: white; font-size: 16px; "
                               "font-weight: 700; border-radius: 6px; padding: 4px 10px; }"
                               "QPushButton:disabled { background: #4b5563; color: #cbd5e1; }")  # fmt: skip
@@ -82,7 +82,11 @@ class ShowClock(QWidget):
         self.next.setText(cue_line(nxt))
         self.now.setToolTip(cue_line(now))
         self.next.setToolTip(cue_line(nxt))
-        go = next((c for c in snap.cues if c.index == snap.go_cue), None)
+        go = nxt  # GO fires the Standby cue: one fact, named the same in both places
         self.go.setEnabled(go is not None)
-        self.go.setText("GO" if go is None else f"GO  ▶ {go.index + 1} {go.role}")
-        self.go.setToolTip("GO starts: " + cue_line(go))
+        self.go.setText("GO" if go is None else self._elided(f"GO  ▶ {go.index + 1} {go.role}"))
+        self.go.setToolTip("GO fires: " + cue_line(go))
+
+    def _elided(self, text: str) -> str:
+        room = GO_WIDTH - 24  # the button's padding
+        return self.go.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, room)

@@ -150,7 +150,7 @@ class TimelineWidget(QWidget):
             item = pg.BarGraphItem(
                 x0=[], y=[], width=[], height=BAR_HEIGHT, brush=brush, pen=self._pens[outline]
             )
-            item.setZValue(1 if outline == "selected" else 0)
+            item.setZValue(1 if outline == "selected" else 0.5 if state == "adlib" else 0)  # over the line
             self.plot.addItem(item)
             self.layers[key] = item
         return self.layers[key]

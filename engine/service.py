@@ -37,14 +37,19 @@ from engine.mixer.envelope import EnvelopeCache
 from engine.mixer.meters import Meters
 from engine.scheduler import Request, Scheduler, SchedulerConfig, State
 from engine.scheduler.backend import standard_backends
+from engine.scheduler.urgency import urgency
 from engine.script import SUFFIXES
 from engine.show import Show
 from engine.show.listen import live_listener
+from engine.show.prepare import LOOKAHEAD_S, predicted_slack
+from engine.show.tracks import CueTrack
 from engine.snapshot import HISTORY_COLUMNS, EngineSnapshot, build_snapshot, measure_levels
 from engine.synthesis.base import VoiceInfo
 from engine.synthesis.kokoro import warm_up_in_background
 
 log = logging.getLogger("troupe.engine")
+LOOKAHEAD_EVERY_S = 0.25
+"""How often the heatmap's look-ahead is worked out (a walk over the coming lines)."""
 SCRIPT_SUFFIXES = frozenset(SUFFIXES)
 """Every script format the importers read (what the window's Open and drop accept)."""
 
@@ -102,6 +107,9 @@ class Engine:
         """Each role's queued synthesis time (s) per tick."""
         """Role priorities, roles x HISTORY_COLUMNS (the heatmap), written on the engine thread."""
         self._last_history_t = 0.0
+        self._last_lookahead_t = 0.0
+        self._ahead: dict[str, float] = {}
+        """Each role's urgency from its predicted slack (the heatmap's look-ahead)."""
         self.adlib_ms = Rolling(120.0, clock)
         self.audible_ms = Rolling(120.0, clock)
         self.queue_wait_ms = Rolling(60.0, clock)
@@ -201,11 +209,27 @@ class Engine:
             )
         if show is not None and self.history.shape[0]:
             pr, work = self.scheduler.role_priorities(), self.scheduler.role_work()
+            if now - self._last_lookahead_t >= LOOKAHEAD_EVERY_S:
+                self._last_lookahead_t = now
+                self._ahead = {r: urgency(s) for r, s in self._predicted_slack(show).items()}
             self.history = np.roll(self.history, -1, axis=1)
-            self.history[:, -1] = [pr.get(r, 0.0) for r in show.script.roles]
+            self.history[:, -1] = [max(pr.get(r, 0.0), self._ahead.get(r, 0.0)) for r in show.script.roles]
             self.work_history = np.roll(self.work_history, -1, axis=1)
             self.work_history[:, -1] = [work.get(r, 0.0) for r in show.script.roles]
         self._snapshot = self._build_snapshot()
+
+    def _predicted_slack(self, show: Show) -> dict[str, float]:
+        """Each role's least predicted slack over the coming lines (engine/show/prepare.py),
+        from its backend's measured speed: the heatmap's look-ahead."""
+        backends = self.scheduler.backends
+        fallback = backends["espeak"]
+
+        def cost(t: CueTrack) -> tuple[str, float]:
+            b = backends.get(t.backend, fallback)
+            return b.name, b.cost_per_audio_s * b.pace * t.est_duration_s
+
+        planned = show.planner.starts
+        return predicted_slack(show.tracks, lambda i: planned.get(i, 0.0), show.write_s, LOOKAHEAD_S, cost)
 
     def _on_request_done(self, r: Request) -> None:
         if r.state is State.DONE:

@@ -3,6 +3,7 @@ handed over by one reference assignment (see DESIGN.md)."""
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -118,7 +119,7 @@ class EngineSnapshot:
     master: Level = field(default_factory=Level)
     cue_stack: bool = False
     go_cue: int = -1
-    """The cue GO starts (-1: none left)."""
+    """The Standby cue: the one GO fires, in every mode (-1: none left)."""
     status: str = "stopped"
     """'stopped' (at the top), 'playing', 'paused', 'waiting for GO' (cue-stack mode), 'ended',
     or 'audio lost' (playing, while Troupe reopens a lost output)."""
@@ -152,7 +153,7 @@ def build_snapshot(engine: SnapshotSource, version: int, block_frames: int) -> E
     output_open, output_lost = engine.guard.output is not None, engine.guard.lost
     if show is None or engine.script is None:
         return EngineSnapshot(version=version, output_open=output_open, output_lost=output_lost)
-    shown = show.tracks + [t for t in show.adlibs.tracks if not t.deleted]
+    shown = _in_show_order(show)
     cues = tuple(_cue_view(show, t) for t in shown)
     times = engine.ring.callback_times_ns()[-512:]
     block_ns = block_frames / SAMPLE_RATE_HZ * 1e9
@@ -180,7 +181,7 @@ def build_snapshot(engine: SnapshotSource, version: int, block_frames: int) -> E
         cast_why=dict(engine.cast.why),
         scenes=tuple(s.heading for s in engine.script.scenes), priorities=engine.history.copy(),
         queued_work=engine.work_history.copy(),
-        figures=figures, latency_points=points[-400:], cue_stack=show.cue_stack, go_cue=show.go_cue,
+        figures=figures, latency_points=points[-400:], cue_stack=show.cue_stack, go_cue=show.standby,
         levels=engine.meters.roles, master=engine.meters.master,
         envelopes=engine.envelopes.update((t.cue.index, t) for t in shown),
         status=_status(show.status, output_open, output_lost),
@@ -232,3 +233,24 @@ def measure_levels(show: Show, ring: MixRing, meters: Meters, heard: bool, now_s
             clips.append(Clip(round(t.start_s * SAMPLE_RATE_HZ), t.cue.role, audio, t.cue.index))
     roles = role_signals(clips, start, n, show.mixer.controls) if n else {}
     meters.update(ring.frames_at(read - n, n), roles, show.script.roles, now_s)
+
+
+def _in_show_order(show: Show) -> list[CueTrack]:
+    """The script's lines in order, each ad-lib inline after the last line that started at or
+    before it was heard (one still being voiced: after the line heard now)."""
+    adlibs = [t for t in show.adlibs.tracks if not t.deleted]
+    if not adlibs:
+        return list(show.tracks)
+    starts = [show.planned_start_s(t.cue.index) for t in show.tracks]
+    head = show.playhead_s
+    after: dict[int, list[CueTrack]] = {}
+    for t in adlibs:
+        at = t.start_s if t.start_s is not None else head
+        after.setdefault(bisect.bisect_right(starts, at), []).append(t)
+    out: list[CueTrack] = []
+    for k, t in enumerate(show.tracks):
+        out += after.pop(k, [])
+        out.append(t)
+    for rest in after.values():
+        out += rest
+    return out

@@ -60,3 +60,34 @@ def splice(
         return Spliced(start, n)
     finally:
         ring.release()
+
+
+def remix(
+    ring: MixRing,
+    render: Callable[[int, NDArray[np.float32]], None],
+    margin_frames: int,
+    timeout_s: float = 0.05,
+) -> Spliced | None:
+    """Mix again the frames already queued from `margin_frames` ahead of the read position to
+    the write position: `render(ring_frame, out)` fills `out` (frames, channels) with the mix
+    from that ring frame on. How a mute, solo, gain or pan change is heard within a callback
+    block or two instead of after the whole render-ahead. Returns what was replaced, or None
+    when the consumer did not acknowledge in `timeout_s` (the frames are then left as they were)."""
+    held = ring.read_pos + margin_frames
+    seq = ring.hold(held)
+    give_up = time.monotonic() + timeout_s
+    while not ring.held(seq):
+        if time.monotonic() > give_up:
+            ring.release()
+            return None
+        time.sleep(0.0002)
+    try:
+        start = max(held, ring.read_pos)
+        n = max(0, ring.write_pos - start)
+        if n:
+            out = np.empty((n, ring.channels), np.float32)
+            render(start, out)
+            ring.overwrite(start, out)
+        return Spliced(start, n)
+    finally:
+        ring.release()

@@ -62,14 +62,11 @@ class Transport:
         return self._engine.command(jump)
 
     def go(self) -> Future[None]:
-        """GO: start playing, or in cue-stack mode release the next cue."""
+        """GO fires the Standby cue: in cue-stack mode it is released at once; in free play
+        the playhead jumps to its start and the show plays on (see `Show.go`)."""
 
         def go_() -> None:
-            show = self._engine.current_show()
-            if show.cue_stack:
-                show.go()
-            else:
-                show.pause(False)
+            self._engine.current_show().go()
 
         return self._engine.command(go_)
 

@@ -130,14 +130,14 @@ class Adlibs:
         stereo[:, 0] = audio * (left * controls.master_gain)
         stereo[:, 1] = audio * (right * controls.master_gain)
         done = splice(ring, stereo, self.margin_frames, soft_limit if controls.limiter else None)
-        start, n = (done.start, done.n_frames) if done is not None else (ring.write_pos, 0)
+        start = done.start if done is not None else ring.write_pos
         if r is not None:
             r.t_placed = show.clock()
             # heard once the callback reaches the splice, plus the device latency
             r.t_played = r.t_placed + max(0, start - ring.read_pos) / SR + ring.output_latency_s()
         frame = start - show.origin
-        if n < len(audio):
-            show.mixer.add(Clip(frame + n, role, audio[n:], cue_index))
+        if len(audio):  # whole, though the writer only takes what it has not written (the rest):
+            show.mixer.add(Clip(frame, role, audio, cue_index))  # a re-mix of the queue keeps it
         return frame
 
     def update_states(self, head_s: float) -> None:

@@ -64,3 +64,36 @@ def readiness(tracks: Iterable[CueTrack], planned: Callable[[int], float], playh
         owed += sum(cost_s(r) for r in t.requests) if t.requests else 0.0
         shortfall = max(shortfall, owed - (start - playhead_s))
     return Readiness(shortfall, voiced, needed)
+
+
+LOOKAHEAD_S = 120.0
+"""How far past the writer the heatmap looks for lines that will be late."""
+
+
+Cost = Callable[[CueTrack], tuple[str, float]]
+"""A line's backend and the seconds of its time the line would take."""
+
+
+def predicted_slack(tracks: Iterable[CueTrack], planned: Callable[[int], float], writer_s: float,
+                    horizon_s: float, cost_s: Cost) -> dict[str, float]:  # fmt: skip
+    """Per role, the least slack its coming lines are predicted to have: walking the lines in
+    show order from the writer to `writer_s + horizon_s`, each backend's synthesis time for the
+    lines not yet voiced adds up (`cost_s(track)`: its backend and seconds, from the backend's
+    measured speed), and a line's slack is the time until it is due less what its backend owes
+    by then. Negative: it will be late unless something changes. What the heatmap shows
+    before a line is late (a jump to a part not voiced yet reads late at once)."""
+    owed: dict[str, float] = {}
+    out: dict[str, float] = {}
+    for t in tracks:
+        start = planned(t.cue.index)
+        if start + t.est_duration_s < writer_s or t.skipped or not t.scripted:
+            continue
+        if start > writer_s + horizon_s:
+            break
+        if t.known or t.state in (CueState.READY, CueState.FAILED, CueState.PLAYING, CueState.PLAYED):
+            continue
+        backend, cost = cost_s(t)
+        owed[backend] = owed.get(backend, 0.0) + cost
+        slack = max(0.0, start - writer_s) - owed[backend]
+        out[t.cue.role] = min(out.get(t.cue.role, slack), slack)
+    return out

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.audio_io.ring import MixRing
+from engine.audio_io.splice import remix
 from engine.cast import Cast
 from engine.core.clock import Clock, monotonic
 from engine.core.errors import QueueFull, TroupeError
@@ -41,6 +42,11 @@ BLOCK_FRAMES = 1024
 REFIT_AHEAD_S = 0.5
 """A timed line is voiced again to fit its slot only if its slot starts at least this far
 ahead of the writer (a take comes back in well under that on every shipped voice)."""
+MIX_FIELDS = ("mute", "solo", "gain_db", "pan")
+"""A role's settings that change the mix, not the take."""
+STANDBY_SLACK_S = 0.05
+"""A line whose start is this close behind the clock is still the one GO fires (a jump lands
+on a line's start; the clock may be a block past it)."""
 RELEASE_AFTER_S = 1.0
 """A line's audio is let go this long after the listener heard its end (see `_release_heard`)."""
 __all__ = ["BLOCK_FRAMES", "CueState", "CueTrack", "Show", "ShowStats"]
@@ -146,12 +152,22 @@ class Show:
         return self._next_place >= len(self.tracks) and done and self.write_frame >= self.mixer.end_frame
 
     @property
-    def go_cue(self) -> int:
-        """The cue GO starts: the next to be placed (the first after Stop or the end), or
-        -1 when every cue is placed."""
-        if self.stopped or self.ended:
-            return 0 if self.tracks else -1
-        return self._next_place if self._next_place < len(self.tracks) else -1
+    def standby(self) -> int:
+        """The cue GO fires, and the one the window's Standby names (one fact, one owner):
+        the first script line not yet heard that starts at or after where the clock stands
+        (the top after Stop, the jump's line after a jump); -1 when none is left (at the
+        end: as in a cue list, GO then does nothing; Stop or a jump stands a cue by again)."""
+        if self.ended:
+            return -1
+        head, planned = self.playhead_s, self.planner.starts
+        released = self.go_index if self.cue_stack else -1  # cue-stack: GO has fired these
+        for t in self.tracks:
+            if t.state in HEARD or t.state is CueState.FAILED or t.skipped or t.cue.index <= released:
+                continue
+            start = t.start_s if t.start_s is not None else planned[t.cue.index]
+            if start >= head - STANDBY_SLACK_S:
+                return t.cue.index
+        return -1
 
     @property
     def status(self) -> str:
@@ -333,6 +349,8 @@ class Show:
     def _update_play_states(self) -> None:
         if self.listener is not None:
             self._take_checks()
+        if self.stopped:
+            return  # nothing is heard: a jump while stopped stands its line by, it does not play it
         head = self.playhead_s
         for t in self.timeline:
             if t.state is CueState.FAILED:
@@ -345,7 +363,7 @@ class Show:
             end = t.start_s + t.est_duration_s
             if head >= end and t.placed_chunks >= len(t.chunks):
                 self._set_state(t, CueState.PLAYED)
-            elif t.start_s <= head < end and t.state not in (CueState.PLAYING, CueState.FALLBACK):
+            elif t.start_s < head < end and t.state not in (CueState.PLAYING, CueState.FALLBACK):
                 self._set_state(t, CueState.FALLBACK if t.fallback else CueState.PLAYING)
         self.adlibs.update_states(head)
 
@@ -469,6 +487,7 @@ class Show:
                 t.revoice()
         self.seek(0.0)
         for t in self.timeline:
+            t.late_ms = 0.0  # a late mark was about the take heard then, not the next run
             if t.state is not CueState.FAILED:
                 self._set_state(t, CueState.PENDING)
         self.stopped = True
@@ -480,6 +499,9 @@ class Show:
         if (self.ring.read_pos - self.origin) / SR >= self.end_s:
             self.ended = True
             self._apply_transport()
+            for t in self.timeline:  # the list agrees with the status: nothing is playing now
+                if t.state in (CueState.PLAYING, CueState.FALLBACK):
+                    self._set_state(t, CueState.PLAYED)
 
     def _hold_for_go(self) -> None:
         """Cue-stack mode: hold the clock once everything placed has been heard and the next
@@ -529,6 +551,8 @@ class Show:
         old = self.cast[role]
         voice = self.cast.set(role, **changes)
         self.mixer.controls = self._controls()
+        if any(getattr(old, k) != getattr(voice, k) for k in MIX_FIELDS):
+            self._remix_ahead()
         if "weight" in changes:
             self.scheduler.set_weight(role, voice.weight)
         for t in self.tracks:
@@ -540,6 +564,14 @@ class Show:
                 if t.cue.role == role and t.state is not CueState.PENDING:
                     self.retake(t.cue.index)
         return voice
+
+    def _remix_ahead(self) -> None:
+        """Mix again what is queued ahead of the listener, so a mute, solo, gain or pan change
+        is heard within a block or two, not after the render-ahead (engine/audio_io/splice.py)."""
+        if self.loop is not None:
+            return  # a loop's queued frames come from two places on the timeline
+        origin = self.origin
+        remix(self.ring, lambda frame, out: self.mixer.render(frame - origin, out), self.adlibs.margin_frames)
 
     def _controls(self) -> MixControls:
         return MixControls.from_voices({r: self.cast[r] for r in self.script.roles})
@@ -592,16 +624,23 @@ class Show:
         self.go_index = max(started, default=-1)
         self.seek(head)  # what was rendered ahead of those cues is dropped
 
-    def go(self, cue_index: int | None = None) -> int:
-        """Theatre GO: release the next cue (or `cue_index`) at once; returns it."""
-        if self.stopped or self.ended:
-            self.stop()
-        self.go_index = self._next_place if cue_index is None else cue_index
-        if self.holding or self.ring.fill_frames:
-            self.seek(self.playhead_s)  # start now, not after the silence rendered ahead
-        self.holding = False
+    def go(self) -> int:
+        """GO fires the Standby cue (`standby`) and returns it (-1: none left, nothing
+        happens). In cue-stack mode the cue is released at once; in free play the playhead
+        jumps to its start (lines voiced ahead of it are placed again) and the show plays on.
+        After a jump while stopped it starts at the jump's line."""
+        target = self.standby
+        if target < 0:
+            return -1
+        if self.cue_stack:
+            self.go_index = target
+            if self.holding or self.ring.fill_frames:
+                self.seek(self.playhead_s)  # start now, not after the silence rendered ahead
+            self.holding = False
+        else:
+            self.seek(self.planned_start_s(target))
         self.pause(False)
-        return self.go_index
+        return target
 
     def skip(self) -> None:
         """Jump to the next cue after the playhead."""

@@ -197,6 +197,7 @@ def test_autosave_and_recovery_after_a_crash(qtbot, troupe: Troupe, make_window,
             lambda: second.engine.project_path is None
         )  # Save asks where: never the recovery file
         assert not w2.recovery.isVisibleTo(w2)
+        assert not w2.undo.isClean()  # the recovered edits are saved nowhere yet: Quit asks first
         w2.close()
         assert not (data / "running.lock").exists()
     finally:

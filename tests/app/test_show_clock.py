@@ -42,7 +42,7 @@ def test_cue_stack_shows_the_standby_cue_and_the_clock_holds(qtbot, troupe, make
 def test_playing_show_names_now_and_next(qtbot, troupe, make_window, fake_source) -> None:
     w = make_window(troupe, source=fake_source)
     w.bridge.stop()
-    snap = replace(big_show.snapshot(1, 10 * big_show.LINE_S + 1.0), go_cue=12)
+    snap = replace(big_show.snapshot(1, 10 * big_show.LINE_S + 1.0), go_cue=11)
     _draw(w, fake_source, snap)
     assert w.clock.now.text().startswith("11  ") and w.clock.next.text().startswith("12  ")
     _draw(w, fake_source, replace(snap, version=2, go_cue=-1))

@@ -140,8 +140,11 @@ def test_adlib_is_heard_once_kept_on_request_and_deleted(live: tuple[Troupe, Rec
     req = e.lines.adlib("EXTRA", "Someone is at the door!").result(10)
     index = req.cue_index
     wait_for(lambda: any(c.index == index and c.state == "played" for c in _snap(e).cues), what="heard")
-    view = next(c for c in _snap(e).cues if c.index == index)
+    cues = _snap(e).cues
+    view = next(c for c in cues if c.index == index)
     assert view.kind == "adlib" and view.role == "EXTRA"
+    row = cues.index(view)  # listed where it was spoken, not after the last line
+    assert 0 < row < len(cues) - 1 and cues[row - 1].start_s <= view.start_s < cues[row + 1].start_s
     assert len(segments(rec.since(start), LEFT)) == 1  # heard, once
 
     def replay() -> np.ndarray:
@@ -175,3 +178,44 @@ def test_solo_and_mute_are_heard(live: tuple[Troupe, Recorder]) -> None:
     heard = segments(audio, RIGHT)
     assert len(heard) == len(foil)
     assert heard[1][0] - heard[0][0] == pytest.approx(foil[1].start_s - foil[0].start_s, abs=0.15)
+
+
+def test_go_in_free_play_fires_the_standby_line_and_a_jump_while_stopped_moves_standby(
+    live: tuple[Troupe, Recorder],
+) -> None:
+    e, rec = live
+    e.transport.play()
+    wait_for(lambda: _state(e, 0) == "playing", what="HERO's first line playing")
+    assert _snap(e).go_cue == 1  # Standby: the next line not yet heard, as GO names it
+    t_go = time.monotonic()
+    e.transport.go()  # fires Standby now: FOIL's line, without waiting for HERO's to end
+    wait_for(lambda: _state(e, 1) == "played", what="FOIL's first line heard")
+    after = rec.frame_at(t_go) + 4800  # 0.1 s for what was already on its way to the device
+    heard = _heard_roles(rec.since(after))
+    assert heard and heard[0][1] == "FOIL" and heard[0][0] < 0.4, heard  # at once, not after HERO
+    e.transport.stop()
+    wait_for(lambda: _snap(e).status == "stopped" and _snap(e).go_cue == 0, what="stopped at the top")
+    e.transport.jump_to_cue(3)  # a jump while stopped: Standby follows it
+    wait_for(lambda: _snap(e).go_cue == 3, what="Standby on the jump's line")
+    mark = rec.frames
+    e.transport.go()
+    wait_for(lambda: _snap(e).status == "ended", 30, "the end")
+    assert [r for _, r in _heard_roles(rec.since(mark))] == ["FOIL"]  # cue 4 only: not from the top
+
+
+def test_a_mute_is_heard_within_a_few_blocks_not_after_the_render_ahead(
+    live: tuple[Troupe, Recorder],
+) -> None:
+    e, rec = live
+    e.transport.play()
+    wait_for(lambda: _state(e, 0) == "playing", what="HERO's first line playing")
+    time.sleep(0.25)  # well inside the line
+    t_cmd = time.monotonic()
+    e.casting.set_voice("HERO", mute=True).result(5)
+    time.sleep(0.4)
+    after = rec.since(rec.frame_at(t_cmd))
+    loud = np.flatnonzero(np.abs(after[:, LEFT]) > 0.01)
+    heard_ms = (loud[-1] + 1) / 48 if loud.size else 0.0
+    # the queue ahead (200 ms of render-ahead) is mixed again at once: what is heard after the
+    # command is the few blocks already with the device, not the render-ahead
+    assert heard_ms < 100, heard_ms

@@ -191,3 +191,34 @@ def test_voice_preview_is_heard_over_the_show_without_a_cue(radio: Harness) -> N
     assert np.abs(heard).max() > 0.01
     np.testing.assert_allclose(heard[:, 0], heard[:, 1], atol=1e-6)  # centred
     assert not radio.show.adlibs.tracks  # no cue item
+
+
+def test_go_fires_the_standby_cue_in_free_play(radio: Harness) -> None:
+    show = radio.show
+    radio.play(0.3)
+    assert show.tracks[0].state is CueState.PLAYING and show.standby == 1
+    start1 = show.planned_start_s(1)
+    assert show.go() == 1  # the playhead jumps to cue 2's start: what GO named
+    assert show.playhead_s == pytest.approx(start1, abs=0.01)
+    radio.play(0.3)
+    assert show.tracks[1].state in (CueState.PLAYING, CueState.PLAYED) and show.standby == 2
+
+
+def test_a_jump_while_stopped_moves_standby_and_go_starts_there(radio: Harness) -> None:
+    show = radio.show
+    radio.play(0.5)
+    show.stop()
+    assert show.standby == 0
+    show.seek(show.planned_start_s(3))
+    assert show.standby == 3
+    assert show.go() == 3
+    radio.play(0.5)
+    assert show.tracks[3].state is CueState.PLAYING
+    assert all(t.state is not CueState.PLAYING for t in show.tracks[:3])
+
+
+def test_go_after_the_last_line_does_nothing(radio: Harness) -> None:
+    show = radio.show
+    show.seek(show.end_s + 1.0)
+    radio.play(0.2)
+    assert show.standby == -1 and show.go() == -1
