@@ -1,17 +1,36 @@
-"""A non-blocking message strip at the top of the window (errors never open a dialog)."""
+"""A non-blocking message strip over the top of the window (errors never open a dialog). It
+floats over the window's content, so showing or hiding it never moves a row under the
+director's pointer; a message repeated while shown is counted, not stacked."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QEvent, QObject, QTimer
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
 
 SHOW_MS = 15_000
 STYLES = {
     "error": "#banner { background: #7f1d1d; border-radius: 4px; } QLabel { color: white; }",
     "success": "#banner { background: #14532d; border-radius: 4px; } QLabel { color: white; }",
+    "notice": "#banner { background: #92400e; border-radius: 4px; } QLabel { color: white; }",
 }
+RECOVERED = re.compile(r"\bis back\b|\brecovered\b", re.IGNORECASE)
+RECOVERING = re.compile(r"\breopen|\bheld\b|\bstands? in\b|\bstood in\b", re.IGNORECASE)
+
+
+def kind_of(text: str) -> str:
+    """How a message from the engine is shown: 'success' (green) when something came back,
+    'notice' (amber) while Troupe recovers on its own, else 'error' (red)."""
+    if RECOVERED.search(text):
+        return "success"
+    return "notice" if RECOVERING.search(text) else "error"
+
+
+def _shape(text: str) -> str:
+    """A message with its numbers taken out: the same message about another cue or time."""
+    return re.sub(r"\d+(?:[.,]\d+)?", "#", text)
 
 
 class Banner(QFrame):
@@ -40,20 +59,51 @@ class Banner(QFrame):
         self._timer.timeout.connect(self.hide)
         self._on_action: Callable[[], None] | None = None
         self.action.clicked.connect(self._act)
+        self.repeats = 1
+        """How many times the message shown came (numbers aside) while it was shown."""
+        self._shown = ""
         self.hide()
 
+    def float_over(self, host: QWidget) -> None:
+        """Float over the top of `host` (its width, over whatever is there) instead of taking
+        a place in a layout."""
+        self.setParent(host)
+        host.installEventFilter(self)
+        self._fit()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Resize and watched is self.parent():
+            self._fit()
+        return False
+
+    def _fit(self) -> None:
+        host = self.parentWidget()
+        if host is not None:
+            width = max(200, host.width() - 8)
+            self.setFixedWidth(width)
+            self.adjustSize()
+            self.move(4, 4)
+            self.raise_()
+
     def show_message(self, text: str, action: str = "", on_action: Callable[[], None] | None = None,
-                     kind: str = "error") -> None:  # fmt: skip
-        """Show `text`; `kind` 'error' (red) or 'success' (green)."""
+                     kind: str = "") -> None:  # fmt: skip
+        """Show `text`; `kind` 'error' (red), 'notice' (amber) or 'success' (green); by
+        default what the text says (`kind_of`). The same message again while it is shown
+        (numbers aside) counts up on the one banner."""
         self.serial += 1
+        kind = kind or kind_of(text)
         if kind != self.kind:
             self.kind = kind
             self.setStyleSheet(STYLES[kind])
-        self.label.setText(text)
+        same = self.isVisible() and _shape(text) == _shape(self._shown)
+        self.repeats = self.repeats + 1 if same else 1
+        self._shown = text
+        self.label.setText(text if self.repeats == 1 else f"{text}  (×{self.repeats})")
         self._on_action = on_action
         self.action.setText(action)
         self.action.setVisible(bool(action and on_action))
         self.show()
+        self._fit()
         if not action:
             self._timer.start(SHOW_MS)
 
@@ -65,7 +115,8 @@ class Banner(QFrame):
 
     @property
     def text(self) -> str:
-        return self.label.text()
+        """The message shown (without its repeat count)."""
+        return self._shown
 
     def _act(self) -> None:
         self.hide()

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt
-from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QUndoStack
+from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QResizeEvent, QUndoStack
 from PySide6.QtWidgets import (
     QComboBox,
     QDockWidget,
@@ -47,6 +47,8 @@ from engine.core.types import Script
 PROJECT_SUFFIXES = {".json", ".toml", ".troupe"}
 SCRIPT_FILTER = f"Scripts ({' '.join('*' + s for s in sorted(SCRIPT_SUFFIXES))});;All files (*)"
 DEMO = assets.DEMO
+DOCK_SHARE, DOCK_MIN_PX, DOCK_MAX_PX = 0.3, 200, 320
+"""The docks' share of the window's height, and its bounds."""
 
 
 class MainWindow(QMainWindow):
@@ -151,9 +153,9 @@ class MainWindow(QMainWindow):
         cv = QVBoxLayout(central)
         cv.setContentsMargins(4, 4, 4, 4)
         cv.addWidget(self.recovery)
-        cv.addWidget(self.banner)
         cv.addWidget(split, 1)
         self.setCentralWidget(central)
+        self.banner.float_over(central)  # over the content: never moves a row under the pointer
         self.docks: list[QDockWidget] = []
         for title, widget in (("Cast", self.cast), ("Latency monitor", self.monitor)):
             dock = QDockWidget(title, self)
@@ -163,7 +165,23 @@ class MainWindow(QMainWindow):
             self.docks.append(dock)
         self.tabifyDockWidget(self.docks[0], self.docks[1])  # the show view gets the width
         self.docks[0].raise_()
-        self.resizeDocks([self.docks[0]], [260], Qt.Orientation.Vertical)
+        self._docks_for = 0
+        self._fit_docks()
+
+    def _fit_docks(self) -> None:
+        """The docks take a share of the height (the cue list keeps most of a small screen),
+        set again when the window's height changes a lot (not on every small drag)."""
+        height = self.height()
+        if abs(height - self._docks_for) < 0.1 * max(1, self._docks_for):
+            return
+        self._docks_for = height
+        share = round(min(DOCK_MAX_PX, max(DOCK_MIN_PX, DOCK_SHARE * height)))
+        self.resizeDocks([self.docks[0]], [share], Qt.Orientation.Vertical)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if hasattr(self, "docks"):
+            self._fit_docks()
 
     # --- snapshots --------------------------------------------------------------------
     def apply_snapshot(self, snap: EngineSnapshot) -> None:

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from app.axes import TimeAxis
 from engine.control import EngineSnapshot, Figures
@@ -35,6 +35,10 @@ _NUMBERS = (  # (label, format, figures attribute or callable)
     ("anomalies", "{}", "anomalies"),
 )
 _ALARM = {"underruns", "xruns", "deadline_misses", "anomalies"}
+NUMBER_COLUMNS = 8
+"""Figures per row: two rows of numbers leave the height to the plots (a 768-line screen)."""
+PLOT_MIN_HEIGHT = 120
+"""Below this a plot's axis labels run into its data."""
 
 
 class LatencyMonitor(QWidget):
@@ -49,8 +53,8 @@ class LatencyMonitor(QWidget):
             name.setStyleSheet("color: #4b5563; font-size: 10px;")  # readable on the light panel
             value = QLabel("–")
             value.setStyleSheet("font-size: 18px; font-weight: 600;")
-            grid.addWidget(name, 2 * (k // 4), k % 4)
-            grid.addWidget(value, 2 * (k // 4) + 1, k % 4)
+            grid.addWidget(name, 2 * (k // NUMBER_COLUMNS), k % NUMBER_COLUMNS)
+            grid.addWidget(value, 2 * (k // NUMBER_COLUMNS) + 1, k % NUMBER_COLUMNS)
             self.values[attr] = value
         self.t = np.zeros(HISTORY_POINTS)
         self.fill = np.zeros(HISTORY_POINTS)
@@ -73,10 +77,14 @@ class LatencyMonitor(QWidget):
         self.late.addItem(self.late_points)
         self._ok, self._red = pg.mkBrush("#22c55e"), pg.mkBrush("#ef4444")
         self._late_top = 0.0
+        for plot in (self.curves, self.late):
+            plot.setMinimumHeight(PLOT_MIN_HEIGHT)
+        plots = QHBoxLayout()
+        plots.addWidget(self.curves, 1)
+        plots.addWidget(self.late, 1)
         layout = QVBoxLayout(self)
         layout.addLayout(grid)
-        layout.addWidget(self.curves, 1)
-        layout.addWidget(self.late, 1)
+        layout.addLayout(plots, 1)
 
     def update_from(self, snap: EngineSnapshot) -> None:
         self._numbers(snap.figures)

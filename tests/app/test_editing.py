@@ -161,3 +161,22 @@ def test_view_menu_brings_back_every_dock(qtbot, troupe: Troupe, make_window) ->
     assert "&Follow playhead" in texts and "Transport" in texts
     edit = next(m.menu() for m in w.menuBar().actions() if m.text() == "&Edit")
     assert [a.text() for a in edit.actions()][:2] == ["&Undo", "&Redo"]
+
+
+def test_a_banner_floats_over_the_window_and_counts_repeats(qtbot, troupe: Troupe, make_window) -> None:
+    w = make_window(troupe)
+    w.show()
+    qtbot.waitUntil(lambda: w.cues.isVisible())
+    before = w.cues.mapTo(w, w.cues.rect().topLeft())
+    for k in range(300):  # what a flood of refusals used to be: 300 banners
+        w.banner.show_message(f"ad-lib refused: synthesis queue full ({k} waiting)")
+    qtbot.wait(50)
+    assert w.banner.isVisible() and w.cues.mapTo(w, w.cues.rect().topLeft()) == before  # nothing moved
+    assert w.banner.repeats == 300 and w.banner.label.text().endswith("(×300)")
+    assert w.banner.text == "ad-lib refused: synthesis queue full (299 waiting)" and w.banner.kind == "error"
+    w.banner.show_message("audio output lost: the device stopped; Troupe reopens it")
+    assert w.banner.kind == "notice" and w.banner.repeats == 1
+    w.banner.show_message("audio output is back")
+    assert w.banner.kind == "success"
+    w.banner.hide()
+    assert w.cues.mapTo(w, w.cues.rect().topLeft()) == before

@@ -138,3 +138,26 @@ def test_cue_list_groups_scenes_and_keeps_state_in_view(qtbot, troupe, make_wind
     again = make_window(troupe, source=fake_source)
     assert settings.value("cues/header") is not None
     assert again.cues.horizontalHeader().sectionSize(2) == 201  # widths come back
+
+
+@pytest.mark.parametrize("size", [(1920, 1080), (1366, 768)])
+def test_the_window_fits_a_laptop_screen(qtbot, troupe, make_window, fake_source, size) -> None:  # type: ignore[no-untyped-def]
+    """Screenshots at both sizes in tests/artifacts; on a 1366x768 screen the cue list still
+    shows a dozen lines, and the latency plots have room for their axes."""
+    w = _window(make_window, troupe, fake_source, qtbot, big_show.snapshot(1, 600.0))
+    w.resize(*size)
+    qtbot.wait(100)
+    table = w.cues
+    view = table.viewport().rect()
+    rows = sum(
+        table.visualRect(table.model().index(r, 0)).intersects(view) for r in range(table.model().rowCount())
+    )
+    assert rows >= 12, rows
+    w.docks[1].raise_()  # the latency monitor's tab
+    qtbot.wait(100)
+    assert min(w.monitor.curves.height(), w.monitor.late.height()) >= 100
+    artifacts = Path(__file__).resolve().parents[1] / "artifacts"
+    artifacts.mkdir(exist_ok=True)
+    w.docks[0].raise_()
+    qtbot.wait(50)
+    assert w.grab().toImage().save(str(artifacts / f"main_window_{size[0]}x{size[1]}.png"))
