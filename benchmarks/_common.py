@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -95,3 +96,25 @@ def serve_in_thread(service: Any) -> tuple[Any, Any, str]:
     while not server.started:
         time.sleep(0.02)
     return server, thread, f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def start_jack() -> subprocess.Popen[bytes] | None:
+    """A JACK dummy server at 48 kHz, 256 frames a period, when none runs (None: one was
+    running already); the caller stops the one it got."""
+    import jack
+
+    try:
+        jack.Client("troupe-probe", no_start_server=True).close()
+        return None
+    except jack.JackOpenError:
+        pass
+    proc = subprocess.Popen(["jackd", "--no-realtime", "-d", "dummy", "-r", "48000", "-p", "256"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    for _ in range(50):
+        time.sleep(0.2)
+        try:
+            jack.Client("troupe-probe", no_start_server=True).close()
+            return proc
+        except jack.JackOpenError:
+            continue
+    raise SystemExit("jackd did not start")

@@ -24,30 +24,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import ROOT, machine, save, table
+from _common import ROOT, machine, save, start_jack, table
 
 TARGET = "first sound <= 15 s cold, <= 5 s with the take cache warm (2 cores); stand-in lines 0"
 THRESHOLD = 1e-3
-
-
-def _jack() -> subprocess.Popen[bytes] | None:
-    import jack
-
-    try:
-        jack.Client("troupe-probe", no_start_server=True).close()
-        return None
-    except jack.JackOpenError:
-        pass
-    proc = subprocess.Popen(["jackd", "--no-realtime", "-d", "dummy", "-r", "48000", "-p", "256"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    for _ in range(50):
-        time.sleep(0.2)
-        try:
-            jack.Client("troupe-probe", no_start_server=True).close()
-            return proc
-        except jack.JackOpenError:
-            continue
-    raise SystemExit("jackd did not start")
 
 
 def one_run(cache: Path, seconds: float) -> dict[str, object]:
@@ -105,7 +85,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=12.0, help="how long each run plays")
     args = ap.parse_args()
-    jackd = _jack()
+    jackd = start_jack()
     rows = []
     try:
         for k in range(args.repeats):

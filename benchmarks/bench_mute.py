@@ -15,14 +15,13 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-from _common import machine, save, table
+from _common import machine, save, start_jack, table
 
 TARGET = "mute heard within one period + 5 ms of the command (p95), plus the device's own latency"
 THRESHOLD = 1e-3
@@ -31,32 +30,12 @@ LINE = ("The tide comes in across the flats at a walking pace, and the lamp must
         "water reaches the third post, or the boats will not find the channel tonight.")  # fmt: skip
 
 
-def _jack() -> subprocess.Popen[bytes] | None:
-    import jack
-
-    try:
-        jack.Client("troupe-probe", no_start_server=True).close()
-        return None
-    except jack.JackOpenError:
-        pass
-    proc = subprocess.Popen(["jackd", "--no-realtime", "-d", "dummy", "-r", "48000", "-p", "256"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    for _ in range(50):
-        time.sleep(0.2)
-        try:
-            jack.Client("troupe-probe", no_start_server=True).close()
-            return proc
-        except jack.JackOpenError:
-            continue
-    raise SystemExit("jackd did not start")
-
-
 def _busy() -> None:
     while True:
         pass
 
 
-def one_mode(mode: str, repeats: int, folder: Path) -> list[float]:
+def one_mode(mode: str, repeats: int, folder: Path) -> tuple[list[float], int]:
     from engine.audio_io.capture import Recorder
     from engine.audio_io.output import OutputSettings
     from engine.control import EngineSettings, Troupe
@@ -70,6 +49,7 @@ def one_mode(mode: str, repeats: int, folder: Path) -> list[float]:
     recorder = Recorder(max_seconds=600)
     troupe = Troupe(EngineSettings(output=OutputSettings(device="JACK"), neural=False))
     latencies: list[float] = []
+    underruns = [0]
     try:
         troupe.projects.load(script).result(60)
         troupe.output.open().result(60)
@@ -89,11 +69,12 @@ def one_mode(mode: str, repeats: int, folder: Path) -> list[float]:
             loud = np.flatnonzero(np.abs(after).max(axis=1) > THRESHOLD)
             latencies.append(float(loud[-1] + 1) / 48_000 * 1000 if loud.size else 0.0)
             troupe.casting.set_voice("NARRATOR", mute=False).result(5)
+        underruns[0] = troupe.monitor.snapshot().figures.underruns
     finally:
         troupe.close()
         recorder.close()
         Show._remix_ahead = original  # type: ignore[method-assign]
-    return latencies
+    return latencies, underruns[0]
 
 
 def _stats(values: list[float]) -> dict[str, float]:
@@ -108,7 +89,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--busy", type=int, default=0, help="busy loops beside the show")
     args = ap.parse_args()
-    jackd = _jack()
+    jackd = start_jack()
     loops = [multiprocessing.Process(target=_busy, daemon=True) for _ in range(args.busy)]
     for p in loops:
         p.start()
@@ -116,8 +97,10 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory() as folder:
             for mode in ("remix", "writer"):
-                stats = _stats(one_mode(mode, args.repeats, Path(folder)))
-                rows.append({"mode": mode, "busy_loops": args.busy, **stats})
+                latencies, underruns = one_mode(mode, args.repeats, Path(folder))
+                rows.append(
+                    {"mode": mode, "busy_loops": args.busy, **_stats(latencies), "underruns": underruns}
+                )
                 print(rows[-1], flush=True)
     finally:
         for p in loops:
@@ -127,7 +110,7 @@ def main() -> int:
             jackd.wait(10)
     within = rows[0]["p95_ms"] <= PERIOD_MS + 5
     print(f"target: {TARGET} (one period {PERIOD_MS:.1f} ms + 5 ms = {PERIOD_MS + 5:.1f} ms)")
-    print(table(rows, ["mode", "busy_loops", "n", "p50_ms", "p95_ms", "max_ms"]))
+    print(table(rows, ["mode", "busy_loops", "n", "p50_ms", "p95_ms", "max_ms", "underruns"]))
     print(f"remix p95 {rows[0]['p95_ms']} ms: {'within' if within else 'NOT within'} the target; "
           f"writer-only p95 {rows[1]['p95_ms']} ms")  # fmt: skip
     name = "bench_mute" if args.busy == 0 else f"bench_mute_busy{args.busy}"

@@ -34,6 +34,10 @@ class OutputGuard:
         """Why the output was lost (empty while it plays or was closed on purpose)."""
         self.losses = 0
         self.reopened = 0
+        self.false_losses = 0
+        """Losses that passed by themselves: the same stream played on (a stall, not a loss)."""
+        self.held_s = 0.0
+        """Show time held while the output was lost (the clock does not run)."""
         self._pending: AudioOutput | AudioProcess | None = None
         self._next_try = 0.0
         self._lost_at = 0.0
@@ -65,6 +69,8 @@ class OutputGuard:
             if fault is None:
                 if self.lost:  # a stall that passed: the same stream plays on
                     self.lost = ""
+                    self.false_losses += 1
+                    self.held_s += now - self._lost_at
                     self.say("audio output is back: the show goes on from where it was")
                 return
             if not self.lost:
@@ -95,6 +101,7 @@ class OutputGuard:
             self.output, self._pending = self._pending, None
             self.lost, self._backoff = "", FIRST_RETRY_S
             self.reopened += 1
+            self.held_s += now - self._lost_at
             self.say("audio output is back: the show goes on from where it was")
 
     def _give_up(self, now: float, device_gone: bool) -> None:

@@ -239,8 +239,9 @@ def raise_process_priority() -> None:
 
 def _audio_main(ring_name: str, settings: OutputSettings, conn: Connection, parent_pid: int) -> None:
     die_with_parent(parent_pid)  # never plays on (or keeps the ring) after the engine is gone
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # a closed terminal's hang-up and Ctrl+C
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # are the engine's to handle
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # a closed terminal's hang-up, Ctrl+C and a
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # SIGTERM to the process group are the engine's
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # to handle: it stops this process as it closes
     ring = MixRing.attach(ring_name)
     out = AudioOutput(ring, settings)
     try:

@@ -10,8 +10,9 @@ underrun, and the splice starts where it is safe.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +29,25 @@ class Spliced:
     n_frames: int
 
 
+@contextlib.contextmanager
+def _held(ring: MixRing, margin_frames: int, timeout_s: float) -> Iterator[int | None]:
+    """Hold the consumer `margin_frames` ahead of the read position; yields the first frame
+    that may be rewritten, or None when the consumer did not acknowledge in `timeout_s`."""
+    held = ring.read_pos + margin_frames
+    seq = ring.hold(held)
+    give_up = time.monotonic() + timeout_s
+    while not ring.held(seq):
+        if time.monotonic() > give_up:
+            ring.release()
+            yield None
+            return
+        time.sleep(0.0002)
+    try:
+        yield max(held, ring.read_pos)  # NB: the consumer may have passed it before it saw the hold
+    finally:
+        ring.release()
+
+
 def splice(
     ring: MixRing,
     audio: NDArray[np.float32],
@@ -39,17 +59,9 @@ def splice(
     of the read position; `post` (e.g. the limiter) runs in place on the summed frames.
     Returns where it went (`n_frames` may be less than `len(audio)`: the rest is for the
     writer), or None when the consumer did not acknowledge in `timeout_s`."""
-    held = ring.read_pos + margin_frames
-    seq = ring.hold(held)
-    give_up = time.monotonic() + timeout_s
-    while not ring.held(seq):
-        if time.monotonic() > give_up:
-            ring.release()
+    with _held(ring, margin_frames, timeout_s) as start:
+        if start is None:
             return None
-        time.sleep(0.0002)
-    try:
-        # NB: the consumer may have passed the held frame before it saw the hold request
-        start = max(held, ring.read_pos)
         n = max(0, min(len(audio), ring.write_pos - start))
         if n:
             mixed = ring.frames_at(start, n)
@@ -58,8 +70,6 @@ def splice(
                 post(mixed)
             ring.overwrite(start, mixed)
         return Spliced(start, n)
-    finally:
-        ring.release()
 
 
 def remix(
@@ -73,21 +83,12 @@ def remix(
     from that ring frame on. How a mute, solo, gain or pan change is heard within a callback
     block or two instead of after the whole render-ahead. Returns what was replaced, or None
     when the consumer did not acknowledge in `timeout_s` (the frames are then left as they were)."""
-    held = ring.read_pos + margin_frames
-    seq = ring.hold(held)
-    give_up = time.monotonic() + timeout_s
-    while not ring.held(seq):
-        if time.monotonic() > give_up:
-            ring.release()
+    with _held(ring, margin_frames, timeout_s) as start:
+        if start is None:
             return None
-        time.sleep(0.0002)
-    try:
-        start = max(held, ring.read_pos)
         n = max(0, ring.write_pos - start)
         if n:
             out = np.empty((n, ring.channels), np.float32)
             render(start, out)
             ring.overwrite(start, out)
         return Spliced(start, n)
-    finally:
-        ring.release()

@@ -68,7 +68,11 @@ class Show:
         clock: Clock = monotonic,
         splice_margin_ms: float = 15.0,
         fit: bool = True,
+        remix_margin_ms: float = 8.0,
     ) -> None:
+        """`splice_margin_ms`: how far ahead of the listener an ad-lib is spliced in;
+        `remix_margin_ms`: how far ahead a mute, solo, gain or pan change starts (a callback
+        block, 5.3 ms at 256 frames, plus the time to mix the queue again)."""
         self.script, self.cast, self.scheduler, self.ring = script, cast, scheduler, ring
         self.pacing = pacing
         self.clock = clock
@@ -87,6 +91,7 @@ class Show:
         """Timed lines voiced to fit their slots (None: no timed lines, or fitting off)."""
         self._refit: list[tuple[int, int]] = []
         """(cue, take) heard past its slot, to be voiced again at the next tick."""
+        self._remix_margin = round(remix_margin_ms / 1000 * SR)
         self.adlibs = Adlibs(self, round(splice_margin_ms / 1000 * SR), changes, self._set_state)
         self.origin = ring.write_pos
         self.loop: tuple[float, float] | None = None
@@ -571,7 +576,7 @@ class Show:
         if self.loop is not None:
             return  # a loop's queued frames come from two places on the timeline
         origin = self.origin
-        remix(self.ring, lambda frame, out: self.mixer.render(frame - origin, out), self.adlibs.margin_frames)
+        remix(self.ring, lambda frame, out: self.mixer.render(frame - origin, out), self._remix_margin)
 
     def _controls(self) -> MixControls:
         return MixControls.from_voices({r: self.cast[r] for r in self.script.roles})
