@@ -152,6 +152,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     from engine.mixer import Pacing
     from engine.render import StemOptions, render_script
 
+    _stop_on_signals()  # SIGTERM and SIGHUP end a render as Ctrl+C does: its partial files go
     # first: its workers start while the script loads
     rate = args.sample_rate
     synths = [_cluster(args.cluster, args.processes) if args.cluster else _synth(args.processes, None, rate)]
@@ -204,6 +205,8 @@ def cmd_render(args: argparse.Namespace) -> int:
               f"gain {result.loudness_gain_db:+.1f} dB to {loudness.lufs if loudness else 0:g} LUFS, "
               f"true peak at most {loudness.true_peak_db if loudness else 0:g} dB")  # fmt: skip
     print(f"  cue sheet: {result.cue_sheet}")
+    for stale in result.stale_removed:
+        print(f"troupe: removed {stale}, left by an earlier render that was stopped", file=sys.stderr)
     if result.captions:
         print(f"  word captions: {', '.join(p.name for p in result.captions)}")
     from engine.render.report import summary_lines
@@ -298,6 +301,7 @@ def cmd_play(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # NB: closing is not interrupted twice
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         snap = troupe.monitor.snapshot()
+        losses, false_losses, held_s = troupe.output.losses
         troupe.close()
         _print_messages(troupe.monitor)
         terminate_portaudio()
@@ -305,7 +309,8 @@ def cmd_play(args: argparse.Namespace) -> int:
     played = sum(c.state == "played" for c in snap.cues)
     failed = [c for c in snap.cues if c.state == "failed"]
     print(f"played {played} of {len(snap.cues)} lines; late {f.deadline_misses}, failed {len(failed)}, "
-          f"stand-in {f.fallbacks}, underruns {f.underruns}, xruns {f.xruns}")  # fmt: skip
+          f"stand-in {f.fallbacks}, underruns {f.underruns}, xruns {f.xruns}; output lost {losses} times "
+          f"({false_losses} passed by themselves), held {held_s:.1f} s")  # fmt: skip
     for c in failed:
         print(f"  FAILED cue {c.index + 1} ({c.role}): {c.error}", file=sys.stderr)
     fitted = [c for c in snap.cues if c.fit]

@@ -34,6 +34,12 @@ class Output:
         return self._engine.guard.lost
 
     @property
+    def losses(self) -> tuple[int, int, float]:
+        """(losses, of which false: stalls that passed by themselves, show seconds held while lost)."""
+        guard = self._engine.guard
+        return guard.losses, guard.false_losses, guard.held_s
+
+    @property
     def block_frames(self) -> int:
         """Frames per callback."""
         return self._engine.settings.output.block_frames

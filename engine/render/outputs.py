@@ -44,10 +44,17 @@ class OutputFiles:
     """Partial files written outside a writer (clips), removed on discard."""
     scratch: list[Path] = field(default_factory=list)
     """Partial files the render reads back and removes itself (clips' premasters); never kept."""
+    stale: list[Path] = field(default_factory=list)
+    """Partial files of these outputs left by an earlier render that was killed: removed."""
 
     def open(self, path: Path, channels: int, sample_rate_hz: int, sample_format: str,
              fmt: AudioFormat | None = None, sparse: bool = False) -> _Target:  # fmt: skip
         fmt = fmt or format_for_path(str(path))
+        left = partial_path(path)
+        if left.exists():  # an earlier render of this file was killed before it could clean up
+            with contextlib.suppress(OSError):
+                left.unlink()
+                self.stale.append(left)
         writer = FileWriter(
             partial_path(path), fmt, channels, sample_rate_hz, sample_format, str(path), sparse
         )

@@ -286,7 +286,8 @@ def _render(job: _Job, synth: Synthesizer, pacing: Pacing, files: OutputFiles, p
         stream.blocks.close()
     synth_done = time.perf_counter()
     files.close_all()
-    result = RenderResult(job.out, end_frame / job.rate_hz, stream.lines, synth_s=synth_done - t0)
+    result = RenderResult(job.out, end_frame / job.rate_hz, stream.lines, synth_s=synth_done - t0,
+                          stale_removed=list(files.stale))  # fmt: skip
     _finish(job, files, stream, result, progress)
     result.mix_s = time.perf_counter() - synth_done
     if progress:

@@ -101,6 +101,8 @@ class RenderResult:
     """Word-level captions (SRT, WebVTT, ASS karaoke) and the JSON cue sheet with word times."""
     report: dict[str, Any] = field(default_factory=dict)
     """Slot misfit before and after fitting, WER per role, lines flagged (also as .report.json)."""
+    stale_removed: list[Path] = field(default_factory=list)
+    """Partial files an earlier, killed render of the same outputs had left: removed."""
 
     @property
     def failed(self) -> list[LineTiming]:

@@ -93,6 +93,8 @@ def check_space(needs: Iterable[tuple[Path, int, str]], free: DiskFree = disk_fr
         if total * MARGIN + MARGIN_BYTES > available:
             raise ExportError(
                 f"{probe}: not enough disk space for this render: it needs about {human(total)} "
-                f"({', '.join(whats)}) and {human(available)} is free; free some space, write the "
-                "stems as FLAC or as clips (one file per line), or pick another folder"
+                f"({', '.join(whats)}), plus a margin of {MARGIN - 1:.0%} and {human(MARGIN_BYTES)} "
+                f"(about {human(total * MARGIN + MARGIN_BYTES)} in all), and {human(available)} is "
+                "free; free some space, write the stems as FLAC or as clips (one file per line), or "
+                "pick another folder"
             )

@@ -206,8 +206,14 @@ def _merge(parts: list[Part]) -> list[Part]:
     ]
 
 
+_SSML_START = re.compile(r"\s*(?:<\?xml[^>]*\?>\s*)?(?:<!--.*?-->\s*)*<speak[\s>/]", re.DOTALL)
+"""A `<speak>` root, after an XML declaration and comments if any."""
+
+
 def looks_like_ssml(text: str) -> bool:
-    return text.lstrip().startswith("<speak")
+    """A document whose root is `<speak>` (an XML declaration and comments before it are
+    fine: editors and SSML tools write them), not text that mentions one."""
+    return _SSML_START.match(text) is not None
 
 
 def voice_for(voice: Voice, prosody: Prosody) -> Voice:

@@ -77,6 +77,8 @@ def test_sigterm_and_sighup_end_play_like_ctrl_c(sig: signal.Signals) -> None:
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert "played" in out and "Traceback" not in err
+    assert "audio output lost" not in err  # a signal to the group is a close, not a lost device
+    assert "output lost 0 times" in out
     assert _wait_gone(kids) == []
     assert _segments(proc.pid) == []
 

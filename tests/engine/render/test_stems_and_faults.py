@@ -145,3 +145,38 @@ def test_ctrl_c_is_a_cancel_that_cleans_up(tmp_path: Path, demo) -> None:  # typ
     ):
         render_script(script, cast, tmp_path / "m.flac", EspeakSynthesizer(), progress=interrupt)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_partial_file_left_by_a_killed_render_goes_at_the_next_run(tmp_path: Path, demo) -> None:  # type: ignore[no-untyped-def]
+    script, cast = demo
+    out = tmp_path / "m.flac"
+    left = tmp_path / "m.flac.partial"
+    left.write_bytes(b"\0" * 4096)  # what a SIGKILLed render leaves
+    result = render_script(script, cast, out, EspeakSynthesizer())
+    assert result.stale_removed == [left]
+    assert out.exists() and not left.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
+def test_sigterm_and_sighup_end_a_render_like_ctrl_c(tmp_path: Path, sig: str) -> None:
+    import os
+    import signal
+    import sys
+    import time
+
+    root = Path(__file__).resolve().parents[3]
+    long = tmp_path / "long.txt"
+    line = "NARRATOR: The tide comes in across the flats at a walking pace, and the lamp is lit at dusk.\n"
+    long.write_text(line * 400, encoding="utf-8")
+    out = tmp_path / "out" / "show.flac"
+    cmd = [sys.executable, "main.py", "render", str(long), "-o", str(out), "--voices", "espeak"]
+    proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "out" / "show.flac.partial").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, proc.communicate()
+    os.kill(proc.pid, getattr(signal, sig))
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and "render interrupted" in err and "Traceback" not in err, err
+    assert not list((tmp_path / "out").glob("*.partial"))

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.core.types import Voice
-from engine.synthesis.ssml import Pause, Prosody, Speech, SsmlError, parse, voice_for
+from engine.synthesis.ssml import Pause, Prosody, Speech, SsmlError, looks_like_ssml, parse, voice_for
 
 
 def test_elements() -> None:
@@ -64,3 +64,23 @@ def test_any_text_parses_or_is_refused(text: str) -> None:
     except SsmlError:
         return
     assert all(isinstance(p, Speech | Pause) for p in parts)
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        '<?xml version="1.0" encoding="UTF-8"?>\n<speak version="1.1" '
+        'xmlns="http://www.w3.org/2001/10/synthesis" xml:lang="en-US">'
+        'Hello <break time="300ms"/> there.</speak>',
+        '<!-- from the editor -->\n<speak>Hello <break time="300ms"/> there.</speak>',
+        '  <speak>Hello <break time="300ms"/> there.</speak>',
+    ],
+)
+def test_a_declaration_or_a_comment_before_speak_is_still_ssml(doc: str) -> None:
+    assert looks_like_ssml(doc)
+    assert parse(doc) == [Speech("Hello"), Pause(0.3), Speech("there.")]
+
+
+@pytest.mark.parametrize("text", ["<speaker> is a word here", "say <speak> aloud", "Hello there."])
+def test_text_that_mentions_speak_is_not_ssml(text: str) -> None:
+    assert not looks_like_ssml(text)
