@@ -9,25 +9,12 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QFontMetrics
 
+from engine.core.clock import clock_text
+
+__all__ = ["ROLE_AXIS_PX", "TimeAxis", "clock_text"]
+
 ROLE_AXIS_PX = 120
 """Width of the role labels beside the timeline; longer names are elided."""
-
-
-def clock_text(show_s: float, tenths: bool = False) -> str:
-    """A show time as m:ss (h:mm:ss from one hour), with tenths if asked; negative times
-    keep their sign."""
-    sign = "-" if show_s < 0 else ""
-    s = abs(show_s)
-    if tenths:
-        s = round(s, 1)
-        whole, frac = int(s), f".{round((s - int(s)) * 10) % 10}"
-    else:
-        whole, frac = round(s), ""
-    h, rem = divmod(whole, 3600)
-    m, sec = divmod(rem, 60)
-    if h:
-        return f"{sign}{h}:{m:02d}:{sec:02d}{frac}"
-    return f"{sign}{m}:{sec:02d}{frac}"
 
 
 class TimeAxis(pg.AxisItem):

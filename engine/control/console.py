@@ -12,16 +12,10 @@ from concurrent.futures import Future
 from typing import TextIO
 
 from engine.control.transport import Transport
-from engine.snapshot import EngineSnapshot
+from engine.core.clock import clock_text
+from engine.snapshot import CueView, EngineSnapshot
 
 KEYS_HELP = "keys: space/g GO · s stop · p pause · esc panic · q quit"
-
-
-def clock(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    m, s = divmod(seconds, 60)
-    h, m = divmod(int(m), 60)
-    return f"{h}:{m:02d}:{s:04.1f}" if h else f"{m}:{s:04.1f}"
 
 
 def status_line(snap: EngineSnapshot, width: int = 100) -> str:
@@ -31,11 +25,12 @@ def status_line(snap: EngineSnapshot, width: int = 100) -> str:
     standby = next((c for c in snap.cues if c.index == snap.go_cue), None) if snap.go_cue >= 0 else None
     f = snap.figures
 
-    def cue(c: object) -> str:
-        return "–" if c is None else f"{c.index + 1} {c.role}"  # type: ignore[attr-defined]
+    def cue(c: CueView | None) -> str:
+        return "–" if c is None else f"{c.index + 1} {c.role}"
 
-    text = (f"{clock(snap.playhead_s)} / {clock(snap.end_s)}  {snap.status:<8}  now {cue(now)}  "
-            f"standby {cue(standby)}  late {f.deadline_misses}  xruns {f.xruns}")  # fmt: skip
+    clock = f"{clock_text(snap.playhead_s, True)} / {clock_text(snap.end_s, True)}"
+    text = (f"{clock}  {snap.status:<8}  now {cue(now)}  standby {cue(standby)}  "
+            f"late {f.deadline_misses}  xruns {f.xruns}")  # fmt: skip
     return text if len(text) <= width else text[: max(0, width - 1)] + "…"
 
 
