@@ -41,9 +41,8 @@ __all__ = [
 class Troupe:
     """One running engine and its facades."""
 
-    def __init__(self, settings: EngineSettings | None = None, engine: Engine | None = None) -> None:
-        """A new engine with `settings`, or the facades of a running `engine`."""
-        self.engine = engine or Engine(settings)
+    def __init__(self, settings: EngineSettings | None = None) -> None:
+        self.engine = Engine(settings)
         """The engine itself: for tests and tools that look inside; the window does not use it."""
         self.transport = Transport(self.engine)
         self.lines = Lines(self.engine)
