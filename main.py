@@ -776,13 +776,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from engine.core.errors import TroupeError
-    from engine.core.memory import keep_large_blocks_mapped
+    from engine.core.memory import bound_render_heap, keep_large_blocks_mapped
 
     if args.command != "render":
         # freed audio goes back to the system (a show, a server). NB: not for a render: it
         # frees nothing it keeps, and a fresh mapping per block cost it 2.5 million page
         # faults (5 s of system time per hour of show, against 1 s; peak memory the same)
         keep_large_blocks_mapped()
+    else:
+        bound_render_heap()
 
     try:
         if args.command is None:

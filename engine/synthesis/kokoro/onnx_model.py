@@ -7,6 +7,7 @@ utterance a call."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.resources as resources
 import json
@@ -25,6 +26,7 @@ from engine.synthesis.base import Mono, SynthRequest, Take, VoiceInfo
 from engine.synthesis.kokoro.phonemes import MAX_TOKENS, Phonemized, Phonemizer, length_buckets
 from engine.synthesis.kokoro.voices import VoiceBank, shipped_package, shipped_vocab, style_for
 from engine.synthesis.kokoro.words import join_takes, to_engine_rate
+from engine.synthesis.onnx_memory import CPU_CALLS, model_file, models_folder, run_options
 
 log = logging.getLogger("troupe.kokoro")
 PREFERRED_PROVIDERS = ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider")
@@ -34,6 +36,11 @@ BASE_RATE_WPM = 175
 """A role's rate_wpm over this is Kokoro's speed factor."""
 Part = tuple[list[int], np.ndarray, float]
 """One clause group to voice: its tokens, the voice's style table and the speed."""
+CPU_PART_TOKENS = 160
+"""On the CPU, parts of at most this many phonemes (~10 s; cut at clause marks): a call's
+working memory grows with its audio (~1.6 MB a phoneme): a 1,500-character speech in
+510-phoneme parts peaked at 985 MB, in 160-phoneme parts at 492 MB. A screenplay's lines
+are shorter (the longest of the demo's and Brick & Steel's: 87 and 88)."""
 BATCHED_INPUTS = ["input_ids", "input_lengths", "ref_s", "speed"]
 """The inputs of a batched export (`main.py build-engine`)."""
 Timed = tuple[np.ndarray, np.ndarray | None]
@@ -50,6 +57,21 @@ def shipped_model_bytes() -> bytes:
     if hashlib.sha256(blob).hexdigest() != expected:
         raise SynthesisError("the Kokoro model parts do not match their checksum; reinstall them")
     return blob
+
+
+def shipped_model_file() -> Path | bytes:
+    """The shipped int8 model as a file (engine/synthesis/onnx_memory.py: a session maps it
+    instead of holding a copy): assembled and checked once; later loads find it by its size."""
+    pkg = shipped_package()
+    if pkg is None:
+        raise SynthesisError("the Kokoro model is not installed (pip install 'troupe[neural]')")
+    expected = (resources.files(pkg) / "data" / "model.sha256").read_text().strip()
+    parts = [resources.files(f"{pkg}_model_{k}") / "part.bin" for k in range(1, 5)]
+    path = models_folder() / f"kokoro-{expected[:16]}.onnx"
+    with contextlib.suppress(OSError, AttributeError):
+        if path.is_file() and path.stat().st_size == sum(p.stat().st_size for p in parts):  # type: ignore[attr-defined]
+            return path
+    return model_file(shipped_model_bytes(), "kokoro")
 
 
 def speed_for(rate_wpm: int) -> float:
@@ -131,6 +153,17 @@ class KokoroOnnx:
         self.bank = VoiceBank(voices_dir)
         self.phonemizer = Phonemizer(shipped_vocab(), british)
         self.provider = ""
+        self._run_opts: Any = None
+        self.part_tokens = MAX_TOKENS
+        """The longest part a call voices (the model's context; less bounds a call's memory)."""
+
+    def _call(self, outputs: list[str] | None, feed: dict[str, np.ndarray]) -> list[Any]:
+        """One model call: on the CPU one at a time in this process, its memory given back
+        after (engine/synthesis/onnx_memory.py)."""
+        if self.provider != "CPUExecutionProvider":
+            return list(self._session.run(outputs, feed, self._run_opts))
+        with CPU_CALLS:
+            return list(self._session.run(outputs, feed, self._run_opts))
 
     def load(self) -> None:
         """Create the inference session (once) and run one warm-up line."""
@@ -143,12 +176,16 @@ class KokoroOnnx:
             opts.intra_op_num_threads = self.threads
             opts.inter_op_num_threads = 1
             providers = choose_providers(ort.get_available_providers(), self.engine_cache, self.max_batch)
-            model = str(self.model_path) if self.model_path else shipped_model_bytes()
+            source = self.model_path or shipped_model_file()
+            model = str(source) if isinstance(source, Path) else source
             try:
                 self._session = ort.InferenceSession(model, sess_options=opts, providers=providers)
             except Exception as exc:  # onnxruntime raises its own untyped errors
                 raise SynthesisError(f"cannot load the Kokoro model: {exc}") from exc
             self.provider = self._session.get_providers()[0]
+            self._run_opts = run_options(self.provider)
+            if self.provider == "CPUExecutionProvider":
+                self.part_tokens = CPU_PART_TOKENS
             names = [i.name for i in self._session.get_inputs()]
             if self.batched and names != BATCHED_INPUTS:
                 self._session = None
@@ -198,7 +235,7 @@ class KokoroOnnx:
 
     def _run_one(self, tokens: list[int], style: np.ndarray, speed: float) -> np.ndarray:
         ids, ref, spd = self._inputs
-        audio = self._session.run(None, {
+        audio = self._call(None, {
             ids: np.array([[0, *tokens, 0]], np.int64),
             ref: style_for(style, len(tokens)).reshape(1, -1).astype(np.float32),
             spd: np.array([speed], np.float32),
@@ -210,7 +247,7 @@ class KokoroOnnx:
         ids = np.zeros((len(parts), width), np.int64)
         for b, (tokens, _s, _v) in enumerate(parts):
             ids[b, 1 : len(tokens) + 1] = tokens
-        wave, samples, *dur = self._session.run(self._outputs, {
+        wave, samples, *dur = self._call(self._outputs, {
             "input_ids": ids,
             "input_lengths": np.array([len(t) + 2 for t, _s, _v in parts], np.int64),
             "ref_s": np.stack([style_for(s, len(t)) for t, s, _v in parts]).astype(np.float32),
@@ -247,7 +284,7 @@ class KokoroOnnx:
     def synthesize_takes(self, batch: Sequence[SynthRequest]) -> list[Take]:
         """`synthesize`, with word times where the model outputs its durations."""
         self.load()
-        per_request = [owned_parts(r, self.phonemizer, self.bank) for r in batch]
+        per_request = [owned_parts(r, self.phonemizer, self.bank, max_tokens=self.part_tokens) for r in batch]
         flat = [p for parts in per_request for p in parts]
         timed = self._run_timed([p for p, _o in flat])
         takes = join_takes([r.text for r in batch], [o for _p, o in flat], [len(p) for p in per_request],
@@ -266,9 +303,11 @@ def request_parts(request: SynthRequest, phonemizer: Phonemizer, bank: VoiceBank
 
 
 def owned_parts(request: SynthRequest, phonemizer: Phonemizer, bank: VoiceBank,
-                first_tokens: int | None = None) -> list[tuple[Part, tuple[int, ...]]]:  # fmt: skip
-    """`request_parts`, each with its tokens' words (`Phonemized.owners`)."""
-    parts: list[Phonemized] = phonemizer.split(request.text, first_tokens=first_tokens)
+                first_tokens: int | None = None,
+                max_tokens: int = MAX_TOKENS) -> list[tuple[Part, tuple[int, ...]]]:  # fmt: skip
+    """`request_parts`, each with its tokens' words (`Phonemized.owners`), none longer
+    than `max_tokens`."""
+    parts: list[Phonemized] = phonemizer.split(request.text, max_tokens=max_tokens, first_tokens=first_tokens)
     if not parts:
         raise SynthesisError(f"nothing to say in {request.text!r}")
     style = bank.get(request.voice.voice_id)

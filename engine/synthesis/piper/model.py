@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine.core.errors import SynthesisError
+from engine.synthesis.onnx_memory import CPU_CALLS, model_file, run_options
 
 log = logging.getLogger("troupe.piper")
 BOS, EOS, PAD = "^", "$", "_"
@@ -152,9 +153,9 @@ class PiperModel:
         """The batch axis is dynamic and each item's length is known: batches are voiced at once."""
         self._session: Any = None
         self._lock = threading.Lock()
-        self._run_lock = threading.Lock()
-        """One call at a time: each call grows onnxruntime's arena to its own working memory,
-        so two at once hold two (a render's two voicing threads: 0.71 GB peak against 0.63)."""
+        self._run_opts: Any = None
+        """One call at a time, its memory given back after (engine/synthesis/onnx_memory.py;
+        two at once held two: a render's two voicing threads, 0.71 GB peak against 0.63)."""
 
     def load(self) -> None:
         with self._lock:
@@ -171,7 +172,10 @@ class PiperModel:
             opts.inter_op_num_threads = 1
             try:
                 patched = _with_lengths(raw) if self.batches else None
-                session = ort.InferenceSession(patched or raw, sess_options=opts,
+                del raw  # NB: a model given as bytes is copied by onnxruntime: a file, always
+                source = model_file(patched, f"piper-{self.path.stem}") if patched else self.path
+                session = ort.InferenceSession(str(source) if isinstance(source, Path) else source,
+                                               sess_options=opts,
                                                providers=["CPUExecutionProvider"])  # fmt: skip
             except Exception as exc:  # onnxruntime and onnx raise their own untyped errors
                 raise SynthesisError(f"{self.path}: cannot load the Piper voice ({exc})") from exc
@@ -181,6 +185,7 @@ class PiperModel:
                     f"{self.path}: expected inputs input, input_lengths, scales; got {names}"
                 )
             self.batched = patched is not None
+            self._run_opts = run_options("CPUExecutionProvider")
             self._session = session
 
     def run(self, ids: Sequence[Sequence[int]], scales: tuple[float, float, float],
@@ -206,8 +211,8 @@ class PiperModel:
         if self.config.num_speakers > 1:
             feed["sid"] = np.array(speaker_ids, np.int64)
         try:
-            with self._run_lock:
-                outputs = self._session.run(None, feed)
+            with CPU_CALLS:
+                outputs = self._session.run(None, feed, self._run_opts)
         except Exception as exc:  # onnxruntime raises its own untyped errors
             raise SynthesisError(f"Piper ({self.path.name}): {exc}") from exc
         wave = np.asarray(outputs[0], np.float32).reshape(len(ids), -1)
