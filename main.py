@@ -169,6 +169,10 @@ def cmd_render(args: argparse.Namespace) -> int:
         if args.stems and args.stem_mode == "roles" and len(script.roles) > 16:
             hint = "each stem is as long as the show; --stem-mode clips writes one file per line"
             print(f"troupe: {len(script.roles)} roles: {hint}", file=sys.stderr)
+        from engine.export.tags import book_info
+
+        given = {"title": args.title or "", "author": args.author or ""}
+        book = book_info(script.metadata, script.title, given, args.cover)
         bar = _render_progress()
         t0 = time.perf_counter()
         with bar or contextlib.nullcontext():
@@ -179,7 +183,8 @@ def cmd_render(args: argparse.Namespace) -> int:
             result = render_script(script, cast, args.output, synths[-1], args.stems, pacing, edits,
                                    on_progress, stems=stems, sample_format=args.sample_format,
                                    loudness=loudness, listening=listening, sample_rate_hz=rate,
-                                   channels=args.channels)  # fmt: skip
+                                   channels=args.channels, book=book,
+                                   chapter_min_s=args.chapter_minutes * 60)  # fmt: skip
     finally:
         for synth in synths:
             synth.close()
@@ -204,6 +209,10 @@ def cmd_render(args: argparse.Namespace) -> int:
         print(f"  loudness: measured {result.loudness_measured_lufs:.1f} LUFS, "
               f"gain {result.loudness_gain_db:+.1f} dB to {loudness.lufs if loudness else 0:g} LUFS, "
               f"true peak at most {loudness.true_peak_db if loudness else 0:g} dB")  # fmt: skip
+    if result.chapters:
+        names = ", ".join(repr(c.title) for c in result.chapters[:3])
+        more = f" and {len(result.chapters) - 3} more" if len(result.chapters) > 3 else ""
+        print(f"  {len(result.chapters)} chapter(s): {names}{more}")
     print(f"  cue sheet: {result.cue_sheet}")
     for stale in result.stale_removed:
         print(f"troupe: removed {stale}, left by an earlier render that was stopped", file=sys.stderr)
@@ -635,6 +644,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="timed scripts (SRT, VTT, ASS): lines as voiced, not fitted to slots")  # fmt: skip
     r.add_argument("--max-overrun", type=_ranged(float, 0, 5, "seconds"), default=0.5,
                    help="how far a fitted line may run past its slot, 0..5 s (default 0.5)")  # fmt: skip
+    r.add_argument("--title", help="the mix's title tag (default: the script's title page, or its name)")
+    r.add_argument("--author", help="the mix's author/artist tag (default: the title page's Author)")
+    r.add_argument("--cover", type=Path, help="cover art for the mix's tags: a JPEG or PNG image")
+    r.add_argument("--chapter-minutes", type=_ranged(float, 0, 600, "minutes"), default=3,
+                   help="without Fountain sections (# Act One), scenes are grouped into chapters of "
+                        "at least this length, 0..600 minutes (default 3; 0: a chapter a scene)")  # fmt: skip
     r.set_defaults(func=cmd_render)
 
     im = sub.add_parser("import", help="read a script and report what would be voiced (lines, roles, "

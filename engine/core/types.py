@@ -57,6 +57,18 @@ class Annotation:
 
 
 @dataclass(frozen=True)
+class Section:
+    """A Fountain section ('# Act One', '## The Raid'): a part of the story, never spoken;
+    a render's chapters follow the top level present."""
+
+    title: str
+    depth: int
+    """The number of '#' marks: 1 is the top level."""
+    line: int
+    """1-based line in the source file (the lines after it belong to it)."""
+
+
+@dataclass(frozen=True)
 class Scene:
     """A scene heading and the range of cues under it."""
 
@@ -123,6 +135,8 @@ class Script:
     """Sound descriptions and music marks ('[door slams]', '♪'): shown, never spoken."""
     facts: ImportFacts = field(default_factory=ImportFacts)
     """What the import report shows: encoding, skipped events, guesses, warnings."""
+    sections: tuple[Section, ...] = ()
+    """Fountain sections, in order."""
 
     def cues_for(self, role: str) -> list[Cue]:
         return [c for c in self.cues if c.role == role]

@@ -1,24 +1,17 @@
-"""Audiobook finishing for an M4B/M4A mix: chapters (through ffmpeg, without re-encoding)
-and tags from the script's title page (through mutagen)."""
+"""M4B/M4A finishing: chapters (through ffmpeg, without re-encoding) and iTunes tags with
+the cover (through mutagen); engine/export/tags.py calls these for an MP4 file."""
 
 from __future__ import annotations
 
 import os
-import re
 import subprocess
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 
-from mutagen.mp4 import MP4, MP4StreamInfoError
+from mutagen.mp4 import MP4, MP4Cover, MP4StreamInfoError
 
 from engine.export.formats import ExportError, ffmpeg_path
-
-
-@dataclass(frozen=True)
-class Chapter:
-    start_s: float
-    title: str
+from engine.export.tags import BookInfo, Chapter
 
 
 def _escape(text: str) -> str:
@@ -62,11 +55,11 @@ def add_chapters(path: Path, chapters: Sequence[Chapter], end_s: float, where: s
 
 
 TAGS = {"title": "\xa9nam", "author": "\xa9ART", "album": "\xa9alb", "genre": "\xa9gen", "comment": "\xa9cmt",
-        "year": "\xa9day", "narrator": "\xa9wrt", "copyright": "cprt"}  # fmt: skip
+        "year": "\xa9day", "copyright": "cprt"}  # fmt: skip
 
 
-def write_tags(path: Path, tags: Mapping[str, str], where: str) -> None:
-    """Title, author and the rest (keys of `TAGS`) into the MP4 file, marked as an audiobook."""
+def write_mp4_tags(path: Path, info: BookInfo, where: str) -> None:
+    """Title, author and the rest, and the cover, into the MP4 file, marked as an audiobook."""
     try:
         mp4 = MP4(path)  # type: ignore[no-untyped-call]
     except (MP4StreamInfoError, OSError) as exc:
@@ -74,24 +67,15 @@ def write_tags(path: Path, tags: Mapping[str, str], where: str) -> None:
     if mp4.tags is None:
         mp4.add_tags()  # type: ignore[no-untyped-call]
     assert mp4.tags is not None
-    for key, value in tags.items():
-        if key in TAGS and value:
-            mp4.tags[TAGS[key]] = [value]
+    for key, atom in TAGS.items():
+        value = getattr(info, key)
+        if value:
+            mp4.tags[atom] = [value]
+    if info.cover_bytes:
+        kind = MP4Cover.FORMAT_PNG if info.cover_type == "image/png" else MP4Cover.FORMAT_JPEG
+        mp4.tags["covr"] = [MP4Cover(info.cover_bytes, imageformat=kind)]
     mp4.tags["stik"] = [2]  # iTunes media kind: audiobook
     try:
         mp4.save()
     except OSError as exc:
         raise ExportError(f"{where}: cannot tag the audiobook ({exc.strerror or exc})") from exc
-
-
-def book_tags(metadata: Mapping[str, str], title: str) -> dict[str, str]:
-    """Tags from a Fountain title page (`Title`, `Author`/`Authors`, `Copyright`, `Draft date`)."""
-    author = metadata.get("author") or metadata.get("authors") or metadata.get("credit", "")
-    return {"title": title, "album": title, "author": author, "genre": "Audiobook",
-            "copyright": metadata.get("copyright", ""), "year": _year(metadata.get("draft date", "")),
-            "comment": "Rendered by Troupe"}  # fmt: skip
-
-
-def _year(date: str) -> str:
-    found = re.search(r"\b(1[89]|2\d)\d\d\b", date)
-    return found.group(0) if found else ""

@@ -1,11 +1,11 @@
 """After the mix is streamed: loudness normalisation (a second pass over a lossless
-premaster, so memory stays flat) and audiobook chapters and tags."""
+premaster, so memory stays flat), then tags and chapters in the mix."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,6 +14,9 @@ import soundfile as sf
 
 from engine.core.types import Script
 from engine.export import FORMATS, AudioFormat
+from engine.export.formats import format_for_path
+from engine.export.tags import BookInfo, Chapter, book_info, tag_file
+from engine.render.chapters import chapters
 from engine.render.outputs import OutputFiles, _Target, partial_path
 from engine.render.result import LineTiming, Progress
 
@@ -76,30 +79,13 @@ def normalise_into(out: Path, premaster: _Target, files: OutputFiles, measured_l
     return Normalised(measured_lufs, target.lufs - measured_lufs, {r: t.path for r, t in finals.items()})
 
 
-def scene_chapters(script: Script, lines: Sequence[LineTiming]) -> list[tuple[float, str]]:
-    """(start, title) of each scene that has a voiced line, in time order; the first from 0."""
-    starts: dict[int, float] = {}
-    for ln in lines:
-        if not ln.error:
-            starts[ln.scene] = min(starts.get(ln.scene, ln.start_s), ln.start_s)
-    rows = sorted((s, k) for k, s in starts.items())
-    out = []
-    for n, (start_s, k) in enumerate(rows):
-        title = script.scenes[k].heading if k < len(script.scenes) else f"Chapter {n + 1}"
-        out.append((0.0 if n == 0 else start_s, title))
-    return out
-
-
-def finish_audiobook(out: Path, script: Script, lines: Sequence[LineTiming], duration_s: float) -> None:
-    """Chapters from the scenes and tags from the title page, into the (partial) M4B file."""
-    from engine.export.audiobook import Chapter, add_chapters, book_tags, write_tags
-
-    path = partial_path(out)
-    chapters = [Chapter(s, t) for s, t in scene_chapters(script, lines)]
-    if chapters:
-        add_chapters(path, chapters, duration_s, str(out))
-    write_tags(path, book_tags(script.metadata, script.title), str(out))
-
-
-def is_audiobook(out: Path) -> bool:
-    return out.suffix.lower() in FORMATS["m4a"].suffixes
+def tag_mix(out: Path, script: Script, lines: Sequence[LineTiming], duration_s: float,
+            book: BookInfo | None, chapter_min_s: float) -> list[Chapter]:  # fmt: skip
+    """Tags (the title page's, or `book`) and chapters into the mix's partial file; the
+    chapters written (none for a format without a place for them)."""
+    fmt = format_for_path(str(out))
+    info = book if book is not None else book_info(script.metadata, script.title)
+    if fmt.name == "m4a" and not info.genre:
+        info = replace(info, genre="Audiobook")
+    marks = chapters(script, lines, chapter_min_s)
+    return marks if tag_file(partial_path(out), fmt, info, marks, duration_s, str(out)) else []

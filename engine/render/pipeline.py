@@ -18,9 +18,11 @@ from engine.core.errors import TroupeError
 from engine.core.types import SAMPLE_RATE_HZ, Cue, Script
 from engine.export import FORMATS, SAMPLE_FORMATS, ExportError
 from engine.export.formats import describe, format_for_path, require
+from engine.export.tags import BookInfo
 from engine.mixer import Clip, MixControls, Pacing
 from engine.render import finishing, outputs, sizing
 from engine.render.captions import side_file, write_captions
+from engine.render.chapters import MIN_CHAPTER_S
 from engine.render.layout import StreamLayout
 from engine.render.listening import LineFinisher, Listening
 from engine.render.mixdown import StreamMixer
@@ -70,6 +72,9 @@ class _Job:
     """The files' sample rate (the mix runs at it too)."""
     channels: int = 2
     """The mix's channels: 2, or 1 (pan ignored, each role at its own level; stems mono)."""
+    book: BookInfo | None = None
+    """The mix's tags (None: the script's title page)."""
+    chapter_min_s: float = MIN_CHAPTER_S
 
     def stem_path(self, role: str) -> Path:
         assert self.stems_dir is not None
@@ -144,11 +149,15 @@ def render_script(
     listening: Listening | None = None,
     sample_rate_hz: int = SAMPLE_RATE_HZ,
     channels: int = 2,
+    book: BookInfo | None = None,
+    chapter_min_s: float = MIN_CHAPTER_S,
 ) -> RenderResult:
     """Render `script` to `out_path` (and stems), streaming: memory does not grow with the
     show. `loudness` normalises the mix (a second pass); an .m4b/.m4a mix gets the scenes as
     chapters and the title page as tags. `listening` fits timed lines to their slots and
-    checks each line by ear (word captions and a report beside the mix). The files (and the
+    checks each line by ear (word captions and a report beside the mix). The mix is tagged
+    (`book`, else the title page) with chapters (Fountain sections, else scenes grouped to
+    at least `chapter_min_s`) where its format allows. The files (and the
     mix) run at `sample_rate_hz` with `channels` (1: pan ignored); lines come from `synth` at
     its own rate and are resampled where it differs. A render that fails
     or is cancelled removes its partial files and says so."""
@@ -157,7 +166,8 @@ def render_script(
         script = dataclasses.replace(script, cues=cues)
     stem_channels = {r: 1 if cast[r].pan == 0 or channels == 1 else 2 for r in script.roles}
     job = _Job(script, cast, Path(out_path), Path(stems_dir) if stems_dir is not None else None, stems,
-               sample_format, stem_channels, loudness, listening, sample_rate_hz, channels)  # fmt: skip
+               sample_format, stem_channels, loudness, listening, sample_rate_hz, channels, book,
+               chapter_min_s)  # fmt: skip
     for folder in (job.out.parent, job.stems_dir):
         if folder is not None and folder.exists() and not folder.is_dir():
             raise ExportError(f"{folder}: cannot write there: it is a file, not a folder")
@@ -315,8 +325,8 @@ def _finish(job: _Job, files: OutputFiles, stream: _Stream, result: RenderResult
         result.stems = done.stems
     else:
         result.stems = {r: t.path for r, t in stream.stems.items()}
-    if finishing.is_audiobook(job.out):
-        finishing.finish_audiobook(job.out, job.script, result.lines, result.duration_s)
+    result.chapters = finishing.tag_mix(job.out, job.script, result.lines, result.duration_s, job.book,
+                                        job.chapter_min_s)  # fmt: skip
     if job.stems_dir is not None and job.stems.mode == "clips":
         result.stems = {p.stem: p for p in files.extra}
     result.bytes_written = files.commit()

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.core.errors import TroupeError
+from engine.export.tags import Chapter
 from engine.script.subtitles import format_srt_time
 
 Progress = Callable[[float, str], None]
@@ -103,6 +104,8 @@ class RenderResult:
     """Slot misfit before and after fitting, WER per role, lines flagged (also as .report.json)."""
     stale_removed: list[Path] = field(default_factory=list)
     """Partial files an earlier, killed render of the same outputs had left: removed."""
+    chapters: list[Chapter] = field(default_factory=list)
+    """The chapters written into the mix (none where its format has no place for them)."""
 
     @property
     def failed(self) -> list[LineTiming]:

@@ -11,7 +11,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from engine.core.errors import ScriptError
-from engine.core.types import Annotation, Cue, ImportFacts, ImportNote, Role, Scene, Script, StyleUse
+from engine.core.types import (
+    Annotation,
+    Cue,
+    ImportFacts,
+    ImportNote,
+    Role,
+    Scene,
+    Script,
+    Section,
+    StyleUse,
+)
 from engine.script.ensemble import expand_ensembles
 
 MAX_SCRIPT_BYTES = 20 * 1024 * 1024
@@ -225,6 +235,7 @@ class ScriptBuilder:
     annotations: list[Annotation] = field(default_factory=list)
     notes: list[ImportNote] = field(default_factory=list)
     styles: list[StyleUse] = field(default_factory=list)
+    sections: list[Section] = field(default_factory=list)
 
     def note(self, kind: str, line: int, message: str, reason: str = "") -> None:
         """Tell the import report: kind 'warning', 'skipped' (with `reason`), 'guess'."""
@@ -232,6 +243,11 @@ class ScriptBuilder:
 
     def scene(self, heading: str, line: int) -> None:
         self.scenes.append(Scene(index=len(self.scenes), heading=heading, line=line))
+
+    def section(self, title: str, depth: int, line: int) -> None:
+        title = " ".join(title.split())
+        if title:
+            self.sections.append(Section(title, depth, line))
 
     def cue(
         self,
@@ -292,4 +308,5 @@ class ScriptBuilder:
             metadata=dict(metadata or {}),
             annotations=tuple(self.annotations),
             facts=ImportFacts(notes=tuple(self.notes), styles=tuple(self.styles)),
+            sections=tuple(self.sections),
         )

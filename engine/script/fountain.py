@@ -143,7 +143,13 @@ def parse_fountain(path: Path, text: str) -> Script:
     caseless_line = 0
     for para in _paragraphs(lines, body_start, builder):
         line_no, first = para[0][0], para[0][1].strip()
-        if _SCENE.match(first) or (first.startswith(".") and not first.startswith("..")):
+        if first.startswith("#"):  # sections: '# Act One', '## The Raid' (never spoken)
+            for n, text in para:
+                stripped = text.strip()
+                marks = len(stripped) - len(stripped.lstrip("#"))
+                if marks:
+                    builder.section(stripped[marks:], marks, n)
+        elif _SCENE.match(first) or (first.startswith(".") and not first.startswith("..")):
             builder.scene(_heading(first), line_no)
         elif len(para) >= 2 and _is_character(first):
             _dialogue(builder, para)

@@ -14,6 +14,7 @@ from engine.cast import Cast
 from engine.export import ExportError, available_formats
 from engine.export.loudness import PRESETS
 from engine.render import StemOptions, render_script
+from engine.render.chapters import readable_heading
 from engine.script import load_script
 from engine.synthesis.espeak import EspeakSynthesizer
 
@@ -74,11 +75,11 @@ def test_m4b_audiobook_has_scene_chapters_and_title_page_tags(tmp_path: Path, de
 
     script, cast = demo
     out = tmp_path / "book.m4b"
-    result = render_script(script, cast, out, EspeakSynthesizer(), loudness=PRESETS["acx"])
+    result = render_script(script, cast, out, EspeakSynthesizer(), loudness=PRESETS["acx"], chapter_min_s=0)
     book = MP4(out)
     assert book.info.length == pytest.approx(result.duration_s, abs=0.1)
     chapters = [(c.start, c.title) for c in book.chapters]
-    assert [t for _, t in chapters] == [s.heading for s in script.scenes]
+    assert [t for _, t in chapters] == [readable_heading(s.heading) for s in script.scenes]
     second = min(ln.start_s for ln in result.lines if ln.scene == 1)
     assert chapters[0][0] == 0.0 and chapters[1][0] == pytest.approx(second, abs=0.002)
     assert book.tags["\xa9nam"] == ["The Last Broadcast"] and book.tags["\xa9ART"] == ["Troupe demo"]
