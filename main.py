@@ -206,9 +206,18 @@ def cmd_render(args: argparse.Namespace) -> int:
             f"  timeline: {result.timeline} (OpenTimelineIO), {result.timeline.with_suffix('.rpp')} (REAPER)"
         )
     if result.loudness_gain_db is not None:
-        print(f"  loudness: measured {result.loudness_measured_lufs:.1f} LUFS, "
-              f"gain {result.loudness_gain_db:+.1f} dB to {loudness.lufs if loudness else 0:g} LUFS, "
-              f"true peak at most {loudness.true_peak_db if loudness else 0:g} dB")  # fmt: skip
+        print(
+            f"  loudness: measured {result.loudness_measured_lufs:.1f} LUFS, gain {result.loudness_gain_db:+.1f} dB"
+        )
+    if result.compliance is not None:
+        c = result.compliance
+        verdict = "passes" if c.passed else "FAILS"
+        print(f"  the encoded file: {c.integrated_lufs:.1f} LUFS, RMS {c.rms_db:.1f} dB, true peak "
+              f"{c.true_peak_db:.1f} dBTP, range {c.loudness_range_lu:.1f} LU ({c.target}: {verdict}; "
+              f"encoded {c.encodes}x); report: {result.compliance_report}")  # fmt: skip
+        for check in c.checks:
+            if not check.passed:
+                print(f"  CHECK {check.name}: {check.measured}, wanted {check.wanted}", file=sys.stderr)
     if result.chapters:
         names = ", ".join(repr(c.title) for c in result.chapters[:3])
         more = f" and {len(result.chapters) - 3} more" if len(result.chapters) > 3 else ""

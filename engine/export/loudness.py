@@ -26,11 +26,19 @@ class LoudnessTarget:
     lufs: float
     true_peak_db: float
     name: str = ""
+    rms_db: tuple[float, float] | None = None
+    """A range the file's plain RMS must fall in (ACX: -23 to -18 dB): the gain aims at its
+    middle, and `lufs` is then only where the level starts."""
+    lead_in_s: float | None = None
+    """Room tone before the first line (None: the render's own lead-in)."""
+    tail_s: float | None = None
+    """Room tone after the last line (None: the render's own tail)."""
 
 
 PRESETS = {
     # ACX (audiobooks) asks for RMS -23..-18 dB and peaks at most -3 dB; -20 LUFS sits inside it.
-    "acx": LoudnessTarget(-20.0, -3.0, "ACX audiobook"),
+    # ACX also asks for 0.5-1 s of room tone at the head of a file and 1-5 s at its tail.
+    "acx": LoudnessTarget(-20.0, -3.0, "ACX audiobook", rms_db=(-23.0, -18.0), lead_in_s=0.75, tail_s=2.0),
     "ebu": LoudnessTarget(-23.0, -1.0, "EBU R128 broadcast"),
     "podcast": LoudnessTarget(-16.0, -1.0, "podcast"),
 }
@@ -61,9 +69,12 @@ class LoudnessMeter:
         self._part = np.zeros(channels)
         self._in_part = 0
         self.n_frames = 0
+        self._plain = 0.0
+        """The sum of squares of the samples as fed (unweighted), over every channel."""
 
     def add(self, block: Block) -> None:
         x = np.ascontiguousarray(block.T, dtype=np.float64)  # (channels, frames): lfilter runs fast
+        self._plain += float(np.einsum("ij,ij->", x, x))
         for k, (b, a, gain) in enumerate(self._stages):
             x, self._zi[k] = scipy.signal.lfilter(b, a, x, axis=1, zi=self._zi[k])
             x = x * gain
@@ -80,9 +91,29 @@ class LoudnessMeter:
                 self._part, self._in_part = np.zeros(self.channels), 0
         self.n_frames += n
 
-    def integrated_lufs(self) -> float:
-        hops = np.array([*self._sums, self._part]) if self._sums or self._in_part else np.zeros((0, 2))
-        n_blocks = int(np.round((self.n_frames / self.rate - 0.4) / 0.1)) + 1
+    def rms_db(self) -> float:
+        """The plain RMS of everything fed (dBFS, every channel), as ACX measures a file."""
+        n = self.n_frames * self.channels
+        return 10 * math.log10(self._plain / n) if n and self._plain > 0 else -math.inf
+
+    def hop_energies(self) -> NDArray[np.float64]:
+        """(hops, channels): each 100 ms hop's K-weighted sum of squares (the last may be short)."""
+        if not self._sums and not self._in_part:
+            return np.zeros((0, self.channels))
+        return np.array([*self._sums, self._part] if self._in_part else self._sums)
+
+    def integrated_lufs(self, first_hop: int = 0, stop_hop: int | None = None) -> float:
+        """The integrated loudness of everything fed so far, or of the hops from `first_hop`
+        up to `stop_hop` (100 ms each: a chapter's)."""
+        every = (
+            np.array([*self._sums, self._part])
+            if self._sums or self._in_part
+            else np.zeros((0, self.channels))
+        )
+        frames = self.n_frames if stop_hop is None else min(self.n_frames, stop_hop * self._hop)
+        frames -= min(frames, first_hop * self._hop)
+        hops = every[first_hop:stop_hop]
+        n_blocks = int(np.round((frames / self.rate - 0.4) / 0.1)) + 1
         if n_blocks < 1 or len(hops) == 0:
             return -math.inf
         padded = np.vstack([hops, np.zeros((4, self.channels))])

@@ -16,9 +16,8 @@ from engine.core.types import Script
 from engine.export import FORMATS, AudioFormat
 from engine.export.formats import format_for_path
 from engine.export.tags import BookInfo, Chapter, book_info, tag_file
-from engine.render.chapters import chapters
 from engine.render.outputs import OutputFiles, _Target, partial_path
-from engine.render.result import LineTiming, Progress
+from engine.render.result import Progress
 
 if TYPE_CHECKING:
     from engine.export.loudness import LoudnessTarget
@@ -31,6 +30,8 @@ class Normalised:
     gain_db: float
     stems: dict[str, Path]
     """Role -> the normalised stem."""
+    written: list[_Target]
+    """The files this pass wrote (the mix and the stems), still under their partial names."""
 
 
 def normalise_into(out: Path, premaster: _Target, files: OutputFiles, measured_lufs: float,
@@ -40,8 +41,8 @@ def normalise_into(out: Path, premaster: _Target, files: OutputFiles, measured_l
                    clips: ClipGains | None = None) -> Normalised:  # fmt: skip
     """Read the premaster, bring it to `target`, write `out`; each stem's premaster (role ->
     premaster, final path) takes the very gain the mix took, frame by frame, so the stems
-    still add up to the mix; so does each clip (`clips`) over its span. The premasters are
-    removed once the final files are written."""
+    still add up to the mix; so does each clip (`clips`) over its span. The premasters stay
+    (`drop_premasters`): a pass whose encoded file peaks over is run again from them."""
     from engine.export.loudness import normalised
 
     rate = sf.info(str(partial_path(premaster.path))).samplerate
@@ -73,19 +74,23 @@ def normalise_into(out: Path, premaster: _Target, files: OutputFiles, measured_l
     for t in (final, *finals.values()):
         t.writer.close()
         t.done = True
-    for t in (premaster, *(t for t, _ in stems.values())):
+    return Normalised(measured_lufs, target.lufs - measured_lufs, {r: t.path for r, t in finals.items()},
+                      [final, *finals.values()])  # fmt: skip
+
+
+def drop(files: OutputFiles, targets: Sequence[_Target]) -> None:
+    """Remove `targets`' partial files (premasters once used, or a pass to be run again)."""
+    for t in targets:
         files.targets.remove(t)
-        partial_path(t.path).unlink()
-    return Normalised(measured_lufs, target.lufs - measured_lufs, {r: t.path for r, t in finals.items()})
+        partial_path(t.path).unlink(missing_ok=True)
 
 
-def tag_mix(out: Path, script: Script, lines: Sequence[LineTiming], duration_s: float,
-            book: BookInfo | None, chapter_min_s: float) -> list[Chapter]:  # fmt: skip
-    """Tags (the title page's, or `book`) and chapters into the mix's partial file; the
-    chapters written (none for a format without a place for them)."""
+def tag_mix(out: Path, script: Script, marks: Sequence[Chapter], duration_s: float,
+            book: BookInfo | None) -> list[Chapter]:  # fmt: skip
+    """Tags (the title page's, or `book`) and the chapters `marks` into the mix's partial
+    file; the chapters written (none for a format without a place for them)."""
     fmt = format_for_path(str(out))
     info = book if book is not None else book_info(script.metadata, script.title)
     if fmt.name == "m4a" and not info.genre:
         info = replace(info, genre="Audiobook")
-    marks = chapters(script, lines, chapter_min_s)
-    return marks if tag_file(partial_path(out), fmt, info, marks, duration_s, str(out)) else []
+    return list(marks) if tag_file(partial_path(out), fmt, info, marks, duration_s, str(out)) else []

@@ -4,6 +4,7 @@ timeline order and releases each clip once written, and files encode on their ow
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import threading
 import time
@@ -18,11 +19,11 @@ from engine.core.errors import TroupeError
 from engine.core.types import SAMPLE_RATE_HZ, Cue, Script
 from engine.export import FORMATS, SAMPLE_FORMATS, ExportError
 from engine.export.formats import describe, format_for_path, require
-from engine.export.tags import BookInfo
+from engine.export.tags import BookInfo, Chapter
 from engine.mixer import Clip, MixControls, Pacing
 from engine.render import finishing, outputs, sizing
 from engine.render.captions import side_file, write_captions
-from engine.render.chapters import MIN_CHAPTER_S
+from engine.render.chapters import MIN_CHAPTER_S, chapters
 from engine.render.layout import StreamLayout
 from engine.render.listening import LineFinisher, Listening
 from engine.render.mixdown import StreamMixer
@@ -75,6 +76,8 @@ class _Job:
     book: BookInfo | None = None
     """The mix's tags (None: the script's title page)."""
     chapter_min_s: float = MIN_CHAPTER_S
+    tail_s: float = TAIL_S
+    """Room tone after the last line."""
 
     def stem_path(self, role: str) -> Path:
         assert self.stems_dir is not None
@@ -96,6 +99,8 @@ def _check(job: _Job, pacing: Pacing, free: sizing.DiskFree) -> None:
         )
     if job.channels not in (1, 2):
         raise ExportError(f"the mix has 1 or 2 channels, not {job.channels}")
+    if not 0 <= job.chapter_min_s < float("inf"):
+        raise ExportError(f"a chapter's least length must be 0 s or more, not {job.chapter_min_s}")
     if fmt.name == "opus" and job.rate_hz not in OPUS_RATES_HZ:
         raise ExportError(
             f"{job.out}: Opus takes {' or '.join(map(str, OPUS_RATES_HZ))} Hz, not {job.rate_hz}"
@@ -165,9 +170,12 @@ def render_script(
         cues = tuple(c.with_text(edits[c.index]) if c.index in edits else c for c in script.cues)
         script = dataclasses.replace(script, cues=cues)
     stem_channels = {r: 1 if cast[r].pan == 0 or channels == 1 else 2 for r in script.roles}
+    if loudness is not None and loudness.lead_in_s is not None:  # a delivery's own room tone
+        pacing = dataclasses.replace(pacing, lead_in_s=loudness.lead_in_s)
+    tail_s = loudness.tail_s if loudness is not None and loudness.tail_s is not None else TAIL_S
     job = _Job(script, cast, Path(out_path), Path(stems_dir) if stems_dir is not None else None, stems,
                sample_format, stem_channels, loudness, listening, sample_rate_hz, channels, book,
-               chapter_min_s)  # fmt: skip
+               chapter_min_s, tail_s)  # fmt: skip
     for folder in (job.out.parent, job.stems_dir):
         if folder is not None and folder.exists() and not folder.is_dir():
             raise ExportError(f"{folder}: cannot write there: it is a file, not a folder")
@@ -266,7 +274,7 @@ class _Stream:
 
     def finish(self) -> int:
         """Write the rest and the tail, wait for the encoder; the show's length in frames."""
-        end_frame = self.mixer.end_frame + round(TAIL_S * self.rate)
+        end_frame = self.mixer.end_frame + round(self.job.tail_s * self.rate)
         self.flush(end_frame, final=True)
         self.encoder.finish()
         return end_frame
@@ -305,32 +313,28 @@ def _render(job: _Job, synth: Synthesizer, pacing: Pacing, files: OutputFiles, p
     return result
 
 
+MAX_ENCODES = 3
+"""A normalised mix whose encoded file peaks over its ceiling is limited and encoded again
+with the ceiling lowered by the excess (and 0.2 dB): at most this many encodes."""
+
+
 def _finish(job: _Job, files: OutputFiles, stream: _Stream, result: RenderResult,
             progress: Progress | None) -> None:  # fmt: skip
-    """Loudness, audiobook chapters and tags, then the files into place and the side files."""
+    """Loudness (the encoded file measured, and encoded again while it peaks over), tags
+    and chapters, then the files into place and the side files."""
+    marks = chapters(job.script, result.lines, job.chapter_min_s)
+    script = Path(job.script.path)
     if stream.meter is not None and job.loudness is not None:
-        stems = {r: (t, job.stem_path(r)) for r, t in stream.stems.items()}
-        clips = None
-        if job.stems_dir is not None and job.stems.mode == "clips":
-            from engine.render.clipgain import ClipGains
-
-            clips = ClipGains(
-                files, stem_format(job.stems.format), job.stems.sample_format, stream.clip_spans
-            )
-        lufs = stream.meter.integrated_lufs()
-        done = finishing.normalise_into(job.out, stream.mix, files, lufs, job.loudness, job.sample_format,
-                                        progress, stems, stem_format(job.stems.format),
-                                        job.stems.sample_format, clips)  # fmt: skip
-        result.loudness_measured_lufs, result.loudness_gain_db = done.measured_lufs, done.gain_db
-        result.stems = done.stems
+        _normalise(job, files, stream, result, marks, progress)
     else:
         result.stems = {r: t.path for r, t in stream.stems.items()}
-    result.chapters = finishing.tag_mix(job.out, job.script, result.lines, result.duration_s, job.book,
-                                        job.chapter_min_s)  # fmt: skip
+    result.chapters = finishing.tag_mix(job.out, job.script, marks, result.duration_s, job.book)
     if job.stems_dir is not None and job.stems.mode == "clips":
         result.stems = {p.stem: p for p in files.extra}
     result.bytes_written = files.commit()
-    script = Path(job.script.path)
+    if result.compliance is not None:
+        result.compliance_report = side_file(job.out, ".loudness.json", script)
+        result.compliance_report.write_text(result.compliance.to_json(), encoding="utf-8")
     result.cue_sheet = side_file(job.out, ".srt", script)  # NB: never over a subtitle script
     write_cue_sheet(result.cue_sheet, result.lines)
     if job.listening is not None:
@@ -344,6 +348,52 @@ def _finish(job: _Job, files: OutputFiles, stream: _Stream, result: RenderResult
         )  # heard, or the backends' own word times
     if job.stems_dir is not None:
         result.timeline = _write_timeline(job, result)
+
+
+def _normalise(job: _Job, files: OutputFiles, stream: _Stream, result: RenderResult,
+               marks: list[Chapter], progress: Progress | None) -> None:  # fmt: skip
+    from engine.export.compliance import measure
+
+    assert stream.meter is not None and job.loudness is not None
+    stems = {r: (t, job.stem_path(r)) for r, t in stream.stems.items()}
+    lufs = stream.meter.integrated_lufs()
+    fmt = format_for_path(str(job.out))
+    target = job.loudness
+    if target.rms_db is not None and math.isfinite(stream.meter.rms_db()):  # ACX: RMS in its range
+        target = dataclasses.replace(target, lufs=lufs + sum(target.rms_db) / 2 - stream.meter.rms_db())
+    for encode in range(1, MAX_ENCODES + 1):
+        clips = None
+        if job.stems_dir is not None and job.stems.mode == "clips":
+            from engine.render.clipgain import ClipGains
+
+            clips = ClipGains(
+                files, stem_format(job.stems.format), job.stems.sample_format, stream.clip_spans
+            )
+        done = finishing.normalise_into(job.out, stream.mix, files, lufs, target, job.sample_format,
+                                        progress, stems, stem_format(job.stems.format),
+                                        job.stems.sample_format, clips)  # fmt: skip
+        if progress:
+            progress(0.99, "measuring the encoded file")
+        report = measure(partial_path(job.out), fmt, job.channels, job.rate_hz, job.loudness, marks)
+        report.path, report.encodes = str(job.out), encode
+        over = report.true_peak_db - job.loudness.true_peak_db
+        off = _rms_miss(report.rms_db, job.loudness.rms_db)
+        if (over <= 0 and not off) or encode == MAX_ENCODES or clips is not None:
+            break  # NB: clips are written once (their premasters go as they are read)
+        finishing.drop(files, done.written)
+        ceiling = target.true_peak_db - over - 0.2 if over > 0 else target.true_peak_db
+        target = dataclasses.replace(target, lufs=target.lufs + off, true_peak_db=ceiling)
+    finishing.drop(files, [stream.mix, *(t for t, _ in stems.values())])
+    result.loudness_measured_lufs, result.loudness_gain_db = done.measured_lufs, done.gain_db
+    result.stems = done.stems
+    result.compliance = report
+
+
+def _rms_miss(rms_db: float, wanted: tuple[float, float] | None) -> float:
+    """How far (dB) the file's RMS is from the middle of `wanted`, if it is outside it; else 0."""
+    if wanted is None or not math.isfinite(rms_db) or wanted[0] <= rms_db <= wanted[1]:
+        return 0.0
+    return sum(wanted) / 2 - rms_db
 
 
 def _write_clip(job: _Job, files: OutputFiles, clip: Clip) -> None:

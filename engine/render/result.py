@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.core.errors import TroupeError
 from engine.export.tags import Chapter
+
+if TYPE_CHECKING:
+    from engine.export.compliance import Compliance
 from engine.script.subtitles import format_srt_time
 
 Progress = Callable[[float, str], None]
@@ -106,6 +109,10 @@ class RenderResult:
     """Partial files an earlier, killed render of the same outputs had left: removed."""
     chapters: list[Chapter] = field(default_factory=list)
     """The chapters written into the mix (none where its format has no place for them)."""
+    compliance: Compliance | None = None
+    """What the encoded mix measures against its loudness target (a normalised render)."""
+    compliance_report: Path | None = None
+    """The same as JSON beside the mix."""
 
     @property
     def failed(self) -> list[LineTiming]:
