@@ -184,7 +184,8 @@ def cmd_render(args: argparse.Namespace) -> int:
                                    on_progress, stems=stems, sample_format=args.sample_format,
                                    loudness=loudness, listening=listening, sample_rate_hz=rate,
                                    channels=args.channels, book=book,
-                                   chapter_min_s=args.chapter_minutes * 60)  # fmt: skip
+                                   chapter_min_s=args.chapter_minutes * 60,
+                                   levelling=not args.no_levelling)  # fmt: skip
     finally:
         for synth in synths:
             synth.close()
@@ -206,9 +207,8 @@ def cmd_render(args: argparse.Namespace) -> int:
             f"  timeline: {result.timeline} (OpenTimelineIO), {result.timeline.with_suffix('.rpp')} (REAPER)"
         )
     if result.loudness_gain_db is not None:
-        print(
-            f"  loudness: measured {result.loudness_measured_lufs:.1f} LUFS, gain {result.loudness_gain_db:+.1f} dB"
-        )
+        gain = result.loudness_gain_db
+        print(f"  loudness: measured {result.loudness_measured_lufs:.1f} LUFS, gain {gain:+.1f} dB")
     if result.compliance is not None:
         c = result.compliance
         verdict = "passes" if c.passed else "FAILS"
@@ -653,6 +653,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="timed scripts (SRT, VTT, ASS): lines as voiced, not fitted to slots")  # fmt: skip
     r.add_argument("--max-overrun", type=_ranged(float, 0, 5, "seconds"), default=0.5,
                    help="how far a fitted line may run past its slot, 0..5 s (default 0.5)")  # fmt: skip
+    r.add_argument("--no-levelling", action="store_true",
+                   help="leave each voice at its backend's own level (by default every role's speech is "
+                        "brought to one level before the mix, its gain on top)")  # fmt: skip
     r.add_argument("--title", help="the mix's title tag (default: the script's title page, or its name)")
     r.add_argument("--author", help="the mix's author/artist tag (default: the title page's Author)")
     r.add_argument("--cover", type=Path, help="cover art for the mix's tags: a JPEG or PNG image")

@@ -21,6 +21,7 @@ from engine.export import FORMATS, SAMPLE_FORMATS, ExportError
 from engine.export.formats import describe, format_for_path, require
 from engine.export.tags import BookInfo, Chapter
 from engine.mixer import Clip, MixControls, Pacing
+from engine.mixer.levelling import RoleLeveller
 from engine.render import finishing, outputs, sizing
 from engine.render.captions import side_file, write_captions
 from engine.render.chapters import MIN_CHAPTER_S, chapters
@@ -78,6 +79,8 @@ class _Job:
     chapter_min_s: float = MIN_CHAPTER_S
     tail_s: float = TAIL_S
     """Room tone after the last line."""
+    levelling: bool = True
+    """Every role's speech brought to one level before the mix (engine/mixer/levelling.py)."""
 
     def stem_path(self, role: str) -> Path:
         assert self.stems_dir is not None
@@ -156,13 +159,15 @@ def render_script(
     channels: int = 2,
     book: BookInfo | None = None,
     chapter_min_s: float = MIN_CHAPTER_S,
+    levelling: bool = True,
 ) -> RenderResult:
     """Render `script` to `out_path` (and stems), streaming: memory does not grow with the
     show. `loudness` normalises the mix (a second pass); an .m4b/.m4a mix gets the scenes as
     chapters and the title page as tags. `listening` fits timed lines to their slots and
     checks each line by ear (word captions and a report beside the mix). The mix is tagged
     (`book`, else the title page) with chapters (Fountain sections, else scenes grouped to
-    at least `chapter_min_s`) where its format allows. The files (and the
+    at least `chapter_min_s`) where its format allows; with `levelling`, every role's speech
+    is brought to one level before the mix (the cast's gain on top). The files (and the
     mix) run at `sample_rate_hz` with `channels` (1: pan ignored); lines come from `synth` at
     its own rate and are resampled where it differs. A render that fails
     or is cancelled removes its partial files and says so."""
@@ -175,7 +180,7 @@ def render_script(
     tail_s = loudness.tail_s if loudness is not None and loudness.tail_s is not None else TAIL_S
     job = _Job(script, cast, Path(out_path), Path(stems_dir) if stems_dir is not None else None, stems,
                sample_format, stem_channels, loudness, listening, sample_rate_hz, channels, book,
-               chapter_min_s, tail_s)  # fmt: skip
+               chapter_min_s, tail_s, levelling)  # fmt: skip
     for folder in (job.out.parent, job.stems_dir):
         if folder is not None and folder.exists() and not folder.is_dir():
             raise ExportError(f"{folder}: cannot write there: it is a file, not a folder")
@@ -234,6 +239,7 @@ class _Stream:
         self.blocks = BlockWriter(self.mix, self.stems, self.meter)
         self.layout = StreamLayout(script.cues, pacing)
         self.lines: list[LineTiming] = []
+        self.leveller = RoleLeveller() if job.levelling else None
         self.clip_spans: list[tuple[int, Path]] = []
 
     def _open_stem(self, role: str, channels: int) -> _Target:
@@ -249,6 +255,8 @@ class _Stream:
 
     def take(self, cue: Cue, audio: Mono | None, error: str | None, fallback: str | None,
              notes: LineNotes = LineNotes()) -> None:  # fmt: skip
+        if audio is not None and self.leveller is not None:
+            audio = (audio * np.float32(self.leveller.gain(cue.role, notes.speech_db))).astype(np.float32)
         duration_s = 0.0 if audio is None else len(audio) / self.rate
         start_s = self.layout.place(cue, duration_s)
         if audio is not None and len(audio):

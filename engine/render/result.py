@@ -56,6 +56,8 @@ class LineNotes:
     """Mean |predicted - heard| over the words' starts and ends, where both were had."""
     words_disagree: bool = False
     """The predicted word times are further than `engine.asr.DRIFT_BOUND_S` from the heard."""
+    speech_db: float | None = None
+    """The line's active speech level as voiced (dBFS; None: too little speech to tell)."""
     retaken: bool = False
     """Voiced a second time after a failed check (the better take was kept)."""
     fit: str = ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -10,6 +11,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from engine.cast import Cast
 from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ, Cue
+from engine.mixer.levelling import speech_level_db
 from engine.render.result import LineNotes, RenderCancelled
 from engine.synthesis.base import Mono, Synthesizer, SynthRequest, Take, at_rate, synthesize_takes
 from engine.synthesis.delivery import delivered_take, delivered_voice
@@ -29,7 +31,7 @@ def _voice_batch(synth: Synthesizer, cues: Sequence[Cue], cast: Cast, finish: Fi
     """One batch, each line through `finish` (at the synthesizer's rate), then at `rate_hz`;
     a line that fails fails alone. Without `finish`, a line keeps its backend's word times."""
     out: list[Voiced] = []
-    for c, take, e in _voice_lines(synth, cues, cast):
+    for c, take, e, level in _voice_lines(synth, cues, cast):
         a = take.audio if take is not None else None
         notes = LineNotes(words=take.words, words_from="model") if take and take.words else LineNotes()
         if take is not None and finish is not None:
@@ -37,31 +39,31 @@ def _voice_batch(synth: Synthesizer, cues: Sequence[Cue], cast: Cast, finish: Fi
                 a, notes = finish(c, take)
             except SynthesisError as exc:  # a retake or rate change failed: the first take stands
                 notes = LineNotes(heard=f"not checked: {exc}")
+        notes = dataclasses.replace(notes, speech_db=level)
         out.append((c, a if a is None else at_rate(a, synth.sample_rate_hz, rate_hz), e, notes))
     return out
 
 
 def _voice_lines(
     synth: Synthesizer, cues: Sequence[Cue], cast: Cast
-) -> list[tuple[Cue, Take | None, str | None]]:
-    """One batch; if the batch fails, each line is retried alone so a bad line fails alone."""
+) -> list[tuple[Cue, Take | None, str | None, float | None]]:
+    """One batch, each take delivered, with its speech level as voiced (before its delivery's
+    gain and filter); if the batch fails, each line is retried alone so a bad line fails alone."""
     requests = [SynthRequest(c.text, delivered_voice(cast[c.role], c.hints), c.index, c.role) for c in cues]
+    rate = synth.sample_rate_hz
     try:
         voiced = synthesize_takes(synth, requests)
-        return [
-            (c, delivered_take(t, c.hints, synth.sample_rate_hz), None)
-            for c, t in zip(cues, voiced, strict=True)
-        ]
+        return [(c, delivered_take(t, c.hints, rate), None, speech_level_db(t.audio, rate))
+                for c, t in zip(cues, voiced, strict=True)]  # fmt: skip
     except SynthesisError:
         pass
-    out: list[tuple[Cue, Take | None, str | None]] = []
+    out: list[tuple[Cue, Take | None, str | None, float | None]] = []
     for c, r in zip(cues, requests, strict=True):
         try:
-            out.append(
-                (c, delivered_take(synthesize_takes(synth, [r])[0], c.hints, synth.sample_rate_hz), None)
-            )
+            t = synthesize_takes(synth, [r])[0]
+            out.append((c, delivered_take(t, c.hints, rate), None, speech_level_db(t.audio, rate)))
         except SynthesisError as exc:
-            out.append((c, None, str(exc)))
+            out.append((c, None, str(exc), None))
     return out
 
 

@@ -25,6 +25,7 @@ from engine.core.clock import Clock, monotonic
 from engine.core.errors import QueueFull, TroupeError
 from engine.core.types import Script, Voice
 from engine.mixer import Clip, MixControls, Mixer, Pacing
+from engine.mixer.levelling import RoleLeveller, speech_level_db
 from engine.scheduler import Request, RequestClass, Scheduler, State
 from engine.show.adlibs import Adlibs
 from engine.show.fit import LiveFit
@@ -88,6 +89,8 @@ class Show:
         self.stats = ShowStats()
         timed = any(c.start_s is not None and c.end_s is not None for c in script.cues)
         self.fit: LiveFit | None = LiveFit(script.cues) if fit and timed else None
+        self._levels = RoleLeveller()
+        """Each role's speech to one level (per voice: a stand-in or a recast voice apart)."""
         """Timed lines voiced to fit their slots (None: no timed lines, or fitting off)."""
         self._refit: list[tuple[int, int]] = []
         """(cue, take) heard past its slot, to be voiced again at the next tick."""
@@ -254,7 +257,10 @@ class Show:
         if generation != t.generation:
             return  # an older take
         if r.state is State.DONE and r.audio is not None:
-            t.set_chunk(r.chunk, delivered_audio(r.audio, t.cue.hints, SR, r.chunk == 0))
+            v = r.voice
+            key = f"{t.cue.role}\0{v.backend}:{v.voice_id}:{v.pitch}:{r.fallback}"
+            level = np.float32(self._levels.gain(key, speech_level_db(r.audio, SR)))
+            t.set_chunk(r.chunk, delivered_audio(r.audio * level, t.cue.hints, SR, r.chunk == 0))
             t.fallback |= r.fallback
             if t.known:
                 if self.fit is not None and not t.adlib:
