@@ -86,3 +86,18 @@ class RoleLeveller:
                 self._levels.clear()
             else:
                 self._levels.pop(role, None)
+
+
+ONSET_DB = -40.0
+"""Speech starts at the first 5 ms whose peak reaches this."""
+
+
+def leading_silence_s(audio: NDArray[np.float32], rate_hz: int) -> float:
+    """How long a take is silent before its speech starts (all of it, for a silent take)."""
+    n = max(1, int(0.005 * rate_hz))
+    frames = len(audio) // n
+    if frames == 0:
+        return 0.0
+    peaks = np.abs(audio[: frames * n]).reshape(frames, n).max(axis=1)
+    loud = np.flatnonzero(peaks >= 10 ** (ONSET_DB / 20))
+    return (int(loud[0]) if len(loud) else frames) * n / rate_hz

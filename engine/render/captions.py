@@ -40,7 +40,7 @@ def word_vtt(lines: Sequence[LineTiming]) -> str:
         end = ln.start_s + ln.duration_s
         parts = [f"<{_vtt_time(ln.start_s + a)}>{_vtt_escape(t)}" for t, a, _ in ln.notes.words]
         body = " ".join(parts) if parts else _vtt_escape(ln.text)
-        out += [f"{_vtt_time(ln.start_s)} --> {_vtt_time(end)}", f"<v {_vtt_escape(ln.role)}>{body}", ""]
+        out += [f"{_vtt_time(ln.onset_s)} --> {_vtt_time(end)}", f"<v {_vtt_escape(ln.role)}>{body}", ""]
     return "\n".join(out)
 
 
@@ -73,7 +73,8 @@ def cue_sheet_json(lines: Sequence[LineTiming]) -> list[dict[str, object]]:
         n = ln.notes
         end_s = round(ln.start_s + ln.duration_s, 3)
         row: dict[str, object] = {"cue": ln.cue_index, "role": ln.role, "text": ln.text,
-                                  "start_s": round(ln.start_s, 3), "end_s": end_s}  # fmt: skip
+                                  "start_s": round(ln.start_s, 3), "onset_s": round(ln.onset_s, 3),
+                                  "end_s": end_s}  # fmt: skip
         if n.wer is not None:
             row |= {"wer": round(n.wer, 3), "heard": n.heard, "check": n.check}
         if n.fit:

@@ -21,7 +21,7 @@ from engine.export import FORMATS, SAMPLE_FORMATS, ExportError
 from engine.export.formats import describe, format_for_path, require
 from engine.export.tags import BookInfo, Chapter
 from engine.mixer import Clip, MixControls, Pacing
-from engine.mixer.levelling import RoleLeveller
+from engine.mixer.levelling import RoleLeveller, leading_silence_s
 from engine.render import finishing, outputs, sizing
 from engine.render.captions import side_file, write_captions
 from engine.render.chapters import MIN_CHAPTER_S, chapters
@@ -265,8 +265,9 @@ class _Stream:
             if self.job.stems_dir is not None and self.job.stems.mode == "clips":
                 self.encoder.put(lambda: _write_clip(self.job, self.files, clip))
                 self.clip_spans.append((clip.start_frame, self.job.clip_path(clip.cue_index, clip.role)))
+        lead = leading_silence_s(audio, self.rate) if audio is not None else 0.0
         self.lines.append(LineTiming(cue.index, cue.role, cue.text, start_s, duration_s, error, fallback,
-                                     cue.scene, notes))  # fmt: skip
+                                     cue.scene, notes, lead))  # fmt: skip
         frontier = self.layout.frontier_s()
         if frontier != float("inf"):
             self.flush(int(frontier * self.rate))

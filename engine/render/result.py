@@ -83,6 +83,13 @@ class LineTiming:
     """Why an espeak-ng stand-in voiced this line instead of the voice it is cast to."""
     scene: int = 0
     notes: LineNotes = LineNotes()
+    lead_s: float = 0.0
+    """Silence at the head of the clip before the speech (a `(beat)`, the model's own)."""
+
+    @property
+    def onset_s(self) -> float:
+        """Where the speech starts: the cue sheet's time for the line."""
+        return self.start_s + min(self.lead_s, self.duration_s)
 
 
 @dataclass
@@ -131,11 +138,12 @@ class RenderResult:
 
 
 def write_cue_sheet(path: Path, lines: list[LineTiming]) -> None:
-    """An SRT of the actual line timings, `[ROLE] text`, in time order."""
-    rows = sorted((ln for ln in lines if not ln.error), key=lambda ln: (ln.start_s, ln.cue_index))
+    """An SRT of the actual line timings, `[ROLE] text`, in time order, each from its speech's
+    onset (a pause before the speech is outside the cue) to the end of its clip."""
+    rows = sorted((ln for ln in lines if not ln.error), key=lambda ln: (ln.onset_s, ln.cue_index))
     fmt = format_srt_time
     blocks = [
-        f"{k}\n{fmt(ln.start_s)} --> {fmt(ln.start_s + ln.duration_s)}\n[{ln.role}] {ln.text}\n"
+        f"{k}\n{fmt(ln.onset_s)} --> {fmt(ln.start_s + ln.duration_s)}\n[{ln.role}] {ln.text}\n"
         for k, ln in enumerate(rows, start=1)
     ]
     path.write_text("\n".join(blocks), encoding="utf-8")

@@ -248,17 +248,36 @@ def fingerprint() -> str:
     import hashlib
 
     entries = user.merged(project).entries
-    digest = hashlib.sha256(repr(sorted((k, repr(v)) for k, v in entries.items())).encode()).hexdigest()[:16]
+    rows = repr((NORMALISATION, sorted((k, repr(v)) for k, v in entries.items())))
+    digest = hashlib.sha256(rows.encode()).hexdigest()[:16]
     with _lock:
         _print = (user, project, digest)
     return digest
 
 
+_DETACHED = re.compile(r"(?<=\w)\s+(?=(?:['’](?:ll|ve|d|re|s|m)|n['’]t)\b)", re.IGNORECASE)
+"""The space a tokenised text puts before a contraction ("coffee 'll", "do n't"): read
+apart, every backend spelt the clitic out ("coffee L.O.")."""
+NORMALISATION = 1
+"""Bumped when what `prepare` does to a text changes (cached takes of the old text go)."""
+
+
+def join_contractions(text: str) -> tuple[str, list[int]]:
+    """`text` with each contraction joined to its word, and where each character came from."""
+    cut = {i for m in _DETACHED.finditer(text) for i in range(m.start(), m.end())}
+    if not cut:
+        return text, list(range(len(text)))
+    origin = [i for i in range(len(text)) if i not in cut]
+    return "".join(text[i] for i in origin), origin
+
+
 def prepare(text: str) -> str:
-    """A line's text as every backend takes it: the current lexicon applied."""
-    return current().apply(text)
+    """A line's text as every backend takes it: contractions joined, the current lexicon applied."""
+    return current().apply(join_contractions(text)[0])
 
 
 def prepare_mapped(text: str) -> tuple[str, list[int]]:
     """`prepare(text)`, and where in `text` each of its characters came from."""
-    return current().apply_mapped(text)
+    joined, origin = join_contractions(text)
+    out, within = current().apply_mapped(joined)
+    return out, [origin[i] if i < len(origin) else len(text) for i in within]

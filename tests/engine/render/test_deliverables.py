@@ -61,8 +61,16 @@ def test_otio_timeline_reads_back_with_the_cue_sheet_times(tmp_path: Path, demo,
             placed.append((role, start, start + where.duration.to_seconds()))
     sheet = _cue_sheet(result.cue_sheet)  # type: ignore[arg-type]
     assert len(placed) == len(sheet) == len(script.cues)
-    for got, want in zip(sorted(placed, key=lambda r: r[1]), sheet, strict=True):
-        assert got[0] == want[0] and got[1:] == pytest.approx(want[1:], abs=0.0011)  # SRT keeps ms
+    lines = sorted(result.lines, key=lambda ln: ln.start_s)
+    for got, ln in zip(sorted(placed, key=lambda r: r[1]), lines, strict=True):  # the clips as placed
+        assert got == (
+            ln.role,
+            pytest.approx(ln.start_s, abs=1e-4),
+            pytest.approx(ln.start_s + ln.duration_s, abs=1e-4),
+        )
+    for want, ln in zip(sheet, lines, strict=True):  # the cue sheet: from the speech's onset (SRT keeps ms)
+        assert want[0] == ln.role and ln.start_s <= ln.onset_s < ln.start_s + ln.duration_s
+        assert want[1:] == pytest.approx((ln.onset_s, ln.start_s + ln.duration_s), abs=0.0011)
     markers = [m.name for m in timeline.tracks.markers]
     assert markers == [s.heading for s in script.scenes]
     assert (tmp_path / "daw" / "timeline.rpp").read_text().count("<ITEM") == len(script.cues) + 1

@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pysubs2
 import pytest
 from hypothesis import given
@@ -90,3 +91,30 @@ def test_word_times_are_monotonic_and_inside_the_line(
 def test_a_word_missed_at_the_start_gets_time_from_the_line_start() -> None:
     out = word_times("Nowhere you know", [Word("you", 0.5, 0.7), Word("know", 0.7, 1.0)], 1.2)
     assert out[0].start_s == 0.0 and out[0].end_s == pytest.approx(0.5)
+
+
+def test_a_cue_starts_where_its_speech_starts_not_at_its_pause(tmp_path: Path) -> None:
+    """`(beat)` puts 0.6 s of silence before a line: the cue sheet's time is the speech's
+    onset, and the mix is silent before it and speaking just after it."""
+    import soundfile as sf
+
+    from engine.cast import Cast
+    from engine.render import render_script
+    from engine.script import load_script
+    from engine.synthesis.espeak import EspeakSynthesizer
+
+    path = tmp_path / "beat.fountain"
+    path.write_text("INT. ROOM - DAY\n\nANNA\nAre you there?\n\nBEN\n(beat)\nI am here.\n", encoding="utf-8")
+    script = load_script(path)
+    result = render_script(script, Cast.auto(script), tmp_path / "mix.wav", EspeakSynthesizer())
+    ben = next(ln for ln in result.lines if ln.role == "BEN")
+    assert ben.lead_s == pytest.approx(0.6, abs=0.08)  # the beat, and espeak-ng's own few ms
+    sheet = (tmp_path / "mix.srt").read_text().split("\n\n")[1].split("\n")[1]
+    start = sheet.split(" --> ")[0]
+    h, m, rest = start.split(":")
+    onset = int(h) * 3600 + int(m) * 60 + float(rest.replace(",", "."))
+    assert onset == pytest.approx(ben.start_s + ben.lead_s, abs=0.0011) and onset > ben.start_s + 0.5
+    mix, rate = sf.read(tmp_path / "mix.wav", always_2d=True)
+    k = round(onset * rate)
+    before, after = mix[k - round(0.3 * rate) : k - round(0.01 * rate)], mix[k : k + round(0.2 * rate)]
+    assert np.abs(before).max() < 0.01 < np.abs(after).max()

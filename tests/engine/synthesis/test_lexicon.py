@@ -92,3 +92,31 @@ def test_any_text_applies_without_error(text: str) -> None:
     assert lex.apply(once) == once
     for_espeak(once)
     segments(once)
+
+
+@pytest.mark.parametrize(("text", "joined"), [
+    ("The coffee 'll be cold.", "The coffee'll be cold."),
+    ("I do n't know", "I don't know"),
+    ("We 've been; they 'd go. Mary 's dog, I 'm sure, you 're", "We've been; they'd go. Mary's dog, I'm sure, you're"),
+    ("It ’ll rain", "It’ll rain"),
+    ("She said 'hello' to him", "She said 'hello' to him"),  # a quotation, not a contraction
+    ("rock 'n' roll", "rock 'n' roll"),
+])  # fmt: skip
+def test_a_detached_contraction_is_joined_to_its_word(text: str, joined: str) -> None:
+    from engine.synthesis.lexicon import join_contractions, prepare_mapped
+
+    out, origin = join_contractions(text)
+    assert out == joined and [text[i] for i in origin] == list(out)
+    prepared, where = prepare_mapped(text)
+    assert prepared == joined and len(where) == len(prepared)
+
+
+def test_every_backend_reads_a_detached_contraction_as_the_word_itself() -> None:
+    """Both natural voices take espeak-ng's phonemes of the prepared text; espeak-ng takes it too."""
+    from engine.synthesis.kokoro.phonemes import clause_phonemes
+    from engine.synthesis.lexicon import prepare
+
+    assert clause_phonemes("The coffee 'll be cold.", "en-us") == clause_phonemes(
+        "The coffee'll be cold.", "en-us"
+    )
+    assert prepare("The coffee 'll be cold.") == "The coffee'll be cold."
