@@ -81,6 +81,9 @@ class _Job:
     """Room tone after the last line."""
     levelling: bool = True
     """Every role's speech brought to one level before the mix (engine/mixer/levelling.py)."""
+    head_exact: bool = False
+    """The first line's own leading silence is cut, so its speech starts at the lead-in
+    (a delivery that measures the room tone at the head: ACX asks for 0.5-1 s)."""
 
     def stem_path(self, role: str) -> Path:
         assert self.stems_dir is not None
@@ -178,9 +181,10 @@ def render_script(
     if loudness is not None and loudness.lead_in_s is not None:  # a delivery's own room tone
         pacing = dataclasses.replace(pacing, lead_in_s=loudness.lead_in_s)
     tail_s = loudness.tail_s if loudness is not None and loudness.tail_s is not None else TAIL_S
+    head_exact = loudness is not None and loudness.lead_in_s is not None
     job = _Job(script, cast, Path(out_path), Path(stems_dir) if stems_dir is not None else None, stems,
                sample_format, stem_channels, loudness, listening, sample_rate_hz, channels, book,
-               chapter_min_s, tail_s, levelling)  # fmt: skip
+               chapter_min_s, tail_s, levelling, head_exact)  # fmt: skip
     for folder in (job.out.parent, job.stems_dir):
         if folder is not None and folder.exists() and not folder.is_dir():
             raise ExportError(f"{folder}: cannot write there: it is a file, not a folder")
@@ -255,6 +259,8 @@ class _Stream:
 
     def take(self, cue: Cue, audio: Mono | None, error: str | None, fallback: str | None,
              notes: LineNotes = LineNotes()) -> None:  # fmt: skip
+        if audio is not None and not self.lines and self.job.head_exact:  # the room tone is the lead-in
+            audio = audio[round(leading_silence_s(audio, self.rate) * self.rate) :]
         if audio is not None and self.leveller is not None:
             audio = (audio * np.float32(self.leveller.gain(cue.role, notes.speech_db))).astype(np.float32)
         duration_s = 0.0 if audio is None else len(audio) / self.rate

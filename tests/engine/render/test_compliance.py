@@ -112,3 +112,17 @@ def test_a_file_that_peaks_over_once_encoded_is_encoded_again_lower(tmp_path: Pa
     summed = sum(sf.read(p, always_2d=True)[0] for p in result.stems.values())
     assert np.abs(mix - summed).max() < 1e-3  # the stems took the second pass's gain too
     assert not list(tmp_path.rglob("*.partial")) and not list(tmp_path.rglob("*premaster*"))
+
+
+def test_the_acx_head_is_the_lead_in_whatever_silence_the_first_take_opens_with(tmp_path: Path) -> None:
+    """A first line with a `(beat)` (0.6 s of silence before it, as a voice's own leading
+    silence would be): its speech still starts 0.75 s in, inside ACX's 0.5-1 s."""
+    path = tmp_path / "book.fountain"
+    path.write_text("INT. ROOM - DAY\n\nANNA\n(beat)\nAre you there?\n\nBEN\nI am here.\n", encoding="utf-8")
+    script = load_script(path)
+    result = render_script(script, Cast.auto(script), tmp_path / "book.wav", EspeakSynthesizer(),
+                           loudness=PRESETS["acx"], sample_rate_hz=44_100)  # fmt: skip
+    assert result.compliance is not None
+    assert result.compliance.head_room_tone_s == pytest.approx(0.75, abs=0.02)
+    head = next(c for c in result.compliance.checks if c.name == "room tone at the head")
+    assert head.passed
