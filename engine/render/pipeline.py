@@ -243,7 +243,9 @@ class _Stream:
         self.blocks = BlockWriter(self.mix, self.stems, self.meter)
         self.layout = StreamLayout(script.cues, pacing)
         self.lines: list[LineTiming] = []
-        self.leveller = RoleLeveller() if job.levelling else None
+        voices = {(v.backend, v.voice_id, v.pitch) for v in (cast[r] for r in script.roles)}
+        # NB: one voice for every role (a like-for-like draft) has nothing to level
+        self.leveller = RoleLeveller() if job.levelling and len(voices) > 1 else None
         self.clip_spans: list[tuple[int, Path]] = []
 
     def _open_stem(self, role: str, channels: int) -> _Target:
@@ -303,7 +305,8 @@ def _render(job: _Job, synth: Synthesizer, pacing: Pacing, files: OutputFiles, p
     stream = _Stream(job, files, pacing)
     finish = LineFinisher(job.listening, job.script.cues, job.cast, synth) if job.listening else None
     try:
-        voiced = voice_in_order(job.script.cues, job.cast, synth, cancel, finish=finish, rate_hz=job.rate_hz)
+        voiced = voice_in_order(job.script.cues, job.cast, synth, cancel, finish=finish, rate_hz=job.rate_hz,
+                                measure=stream.leveller is not None)  # fmt: skip
         for k, (cue, audio, error, notes) in enumerate(voiced, 1):
             stream.take(cue, audio, error, fallbacks.get(cue.index), notes)
             if progress:

@@ -27,11 +27,11 @@ Finisher = Callable[[Cue, Take], tuple[Mono, LineNotes]]
 
 
 def _voice_batch(synth: Synthesizer, cues: Sequence[Cue], cast: Cast, finish: Finisher | None = None,
-                 rate_hz: int = SAMPLE_RATE_HZ) -> list[Voiced]:  # fmt: skip
+                 rate_hz: int = SAMPLE_RATE_HZ, measure: bool = True) -> list[Voiced]:  # fmt: skip
     """One batch, each line through `finish` (at the synthesizer's rate), then at `rate_hz`;
     a line that fails fails alone. Without `finish`, a line keeps its backend's word times."""
     out: list[Voiced] = []
-    for c, take, e, level in _voice_lines(synth, cues, cast):
+    for c, take, e, level in _voice_lines(synth, cues, cast, measure):
         a = take.audio if take is not None else None
         notes = LineNotes(words=take.words, words_from="model") if take and take.words else LineNotes()
         if take is not None and finish is not None:
@@ -45,23 +45,28 @@ def _voice_batch(synth: Synthesizer, cues: Sequence[Cue], cast: Cast, finish: Fi
 
 
 def _voice_lines(
-    synth: Synthesizer, cues: Sequence[Cue], cast: Cast
+    synth: Synthesizer, cues: Sequence[Cue], cast: Cast, measure: bool = True
 ) -> list[tuple[Cue, Take | None, str | None, float | None]]:
     """One batch, each take delivered, with its speech level as voiced (before its delivery's
     gain and filter); if the batch fails, each line is retried alone so a bad line fails alone."""
     requests = [SynthRequest(c.text, delivered_voice(cast[c.role], c.hints), c.index, c.role) for c in cues]
     rate = synth.sample_rate_hz
+
+    def level(t: Take) -> float | None:
+        return speech_level_db(t.audio, rate) if measure else None
+
     try:
         voiced = synthesize_takes(synth, requests)
-        return [(c, delivered_take(t, c.hints, rate), None, speech_level_db(t.audio, rate))
-                for c, t in zip(cues, voiced, strict=True)]  # fmt: skip
+        return [
+            (c, delivered_take(t, c.hints, rate), None, level(t)) for c, t in zip(cues, voiced, strict=True)
+        ]
     except SynthesisError:
         pass
     out: list[tuple[Cue, Take | None, str | None, float | None]] = []
     for c, r in zip(cues, requests, strict=True):
         try:
             t = synthesize_takes(synth, [r])[0]
-            out.append((c, delivered_take(t, c.hints, rate), None, speech_level_db(t.audio, rate)))
+            out.append((c, delivered_take(t, c.hints, rate), None, level(t)))
         except SynthesisError as exc:
             out.append((c, None, str(exc), None))
     return out
@@ -79,8 +84,10 @@ def voice_in_order(
     ahead: int = BATCHES_AHEAD,
     finish: Finisher | None = None,
     rate_hz: int = SAMPLE_RATE_HZ,
+    measure: bool = True,
 ) -> Iterator[Voiced]:
-    """Every cue with its audio at `rate_hz`, in script order, at most `ahead` batches voiced early."""
+    """Every cue with its audio at `rate_hz`, in script order, at most `ahead` batches voiced
+    early; with `measure`, each line's speech level in its notes (for levelling)."""
     step = batch_size(synth)
     starts = iter(range(0, len(cues), step))
     pending: deque[Future[list[Voiced]]] = deque()
@@ -90,7 +97,7 @@ def voice_in_order(
                 k = next(starts, None)
                 if k is not None:
                     pending.append(
-                        pool.submit(_voice_batch, synth, cues[k : k + step], cast, finish, rate_hz)
+                        pool.submit(_voice_batch, synth, cues[k : k + step], cast, finish, rate_hz, measure)
                     )
             while pending:
                 if cancel is not None and cancel.is_set():
@@ -99,7 +106,7 @@ def voice_in_order(
                 k = next(starts, None)
                 if k is not None:
                     pending.append(
-                        pool.submit(_voice_batch, synth, cues[k : k + step], cast, finish, rate_hz)
+                        pool.submit(_voice_batch, synth, cues[k : k + step], cast, finish, rate_hz, measure)
                     )
                 yield from done
         finally:
