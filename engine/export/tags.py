@@ -84,11 +84,14 @@ def _year(date: str) -> str:
 def tag_file(path: Path, fmt: AudioFormat, info: BookInfo, chapters: Sequence[Chapter], end_s: float,
              where: str) -> bool:  # fmt: skip
     """Write `info` and `chapters` into the finished file at `path` (of format `fmt`);
-    False for a format that has no place for them (raw PCM, ADTS AAC)."""
+    False for a file that has no place for them (raw PCM, ADTS AAC, a WAV past 4 GB)."""
     try:
         if fmt.name == "mp3":
             _id3(path, info, chapters, end_s, wave=False)
         elif fmt.name == "wav":
+            with path.open("rb") as f:
+                if f.read(4) != b"RIFF":  # RF64 (past 4 GB): no tag chunk mutagen can write
+                    return False
             _id3(path, info, chapters, end_s, wave=True)
         elif fmt.name in ("flac", "opus"):
             _vorbis(path, fmt.name, info, chapters)

@@ -179,3 +179,23 @@ def test_the_render_command_tags_and_chapters_the_mix(tmp_path: Path) -> None:
                          capture_output=True, text=True, cwd=ROOT, check=False)  # fmt: skip
     assert bad.returncode == 1 and "none.jpg: cannot read the cover" in bad.stderr
     assert "Traceback" not in bad.stderr and not (tmp_path / "x.mp3").exists()
+
+
+def test_a_wav_past_4_gb_is_kept_untagged(tmp_path: Path) -> None:
+    """A 10-hour WAV is RF64, where mutagen has no tag chunk to write: the file is kept as
+    it is (the render must not fail on its tags)."""
+    import numpy as np
+    import soundfile as sf
+
+    from engine.export import FORMATS
+    from engine.export.tags import Chapter, tag_file
+
+    path = tmp_path / "long.wav"
+    sf.write(path, np.zeros((4800, 2), np.float32), 48_000)
+    data = bytearray(path.read_bytes())
+    data[:4] = b"RF64"  # what a WAV past 4 GB starts with
+    path.write_bytes(bytes(data))
+    assert (
+        tag_file(path, FORMATS["wav"], book_info({}, "Show"), [Chapter(0.0, "One")], 0.1, "long.wav") is False
+    )
+    assert path.read_bytes() == bytes(data)
