@@ -501,11 +501,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
                           allowed_hosts=tuple(args.allowed_host), body_timeout_s=args.body_timeout,
                           min_body_rate=args.min_body_rate, health_reserve=args.health_reserve,
                           per_client_connections=args.per_client_connections,
-                          client_rate=args.client_rate, evict_idle=args.evict_idle)  # fmt: skip
+                          client_rate=args.client_rate, evict_idle=args.evict_idle,
+                          send_timeout_s=args.send_timeout)  # fmt: skip
     settings = SpeechSettings(processes=args.processes, policy=args.policy, scripts_dir=args.scripts_dir,
                               voice_aliases=dict(args.voice_alias), max_client_roles=args.max_client_roles,
                               client_role_idle_s=args.client_role_idle, fifo_tolerance=args.fifo_tolerance,
-                              lead_fifo_share=args.lead_share,
+                              lead_fifo_share=args.lead_share, stream_ahead=args.stream_ahead,
                               cluster=args.cluster or "")  # fmt: skip
     service = SpeechService(settings)
     try:
@@ -768,6 +769,12 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--client-rate", type=_ranged(float, 0, 100_000, "requests a second"), default=0.0,
                     help="requests a second one client address may make (bursts of twice that; "
                     "429 past it); 0: no quota (default)")  # fmt: skip
+    sv.add_argument("--send-timeout", type=_ranged(float, 0.5, 3600, "seconds"), default=30.0,
+                    help="a client that takes none of its answer for this long is cut off and the "
+                    "rest of its answer withdrawn (default 30 s)")  # fmt: skip
+    sv.add_argument("--stream-ahead", type=_ranged(int, 0, 10_000, "chunks"), default=2,
+                    help="a streamed answer queues at most this many sentences beyond the one being "
+                    "sent, so a slow reader holds little here (0: all at once; default 2)")  # fmt: skip
     sv.add_argument("--token", help="bearer token clients must send (or TROUPE_TOKEN)")
     sv.add_argument("--script", type=Path, help="script whose roles are cast at start")
     sv.add_argument("--scripts-dir", type=Path, default=Path("."), help="POST /v1/script reads only here")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Query, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
@@ -20,6 +20,7 @@ from engine.server.errors import ERROR_RESPONSES, error
 from engine.server.limits import Guard, ServerLimits
 from engine.server.listen import check_headers, wants_check
 from engine.server.openai_api import AUDIO_TYPES, LIVE, Text, router
+from engine.server.pacing import paced
 from engine.server.slotted import SlottedLine, check_slot
 from engine.server.speech import MAX_TEXT_CHARS, SPEED_RANGE, SpeechService, at_speed, role_key
 from engine.synthesis import lexicon
@@ -153,9 +154,9 @@ def _tts(app: FastAPI, service: SpeechService) -> None:
                                                **line.report.headers()})  # fmt: skip
             opening = await line.first(request)
             pieces = line.encoded(opening, StreamEncoder("pcm", SAMPLE_RATE_HZ))
-            return StreamingResponse(pieces, headers={**headers("pcm", SAMPLE_RATE_HZ), **line.headers()})
-        futures = service.submit(role, text, speed, LIVE)
+            return flow.Streamed(pieces, headers={**headers("pcm", SAMPLE_RATE_HZ), **line.headers()})
         if not stream:
+            futures = service.submit(role, text, speed, LIVE)
             audio = await flow.whole(request, futures)
             data = await flow.encoded(audio, format, SAMPLE_RATE_HZ)
             checked = (
@@ -164,9 +165,10 @@ def _tts(app: FastAPI, service: SpeechService) -> None:
                 else {}
             )
             return Response(data, headers={**headers(format, SAMPLE_RATE_HZ), **checked})
-        first = await flow.first_then_rest(request, futures)
-        chunks = flow.encoded_stream(first, futures, StreamEncoder("pcm", SAMPLE_RATE_HZ))
-        return StreamingResponse(chunks, headers=headers("pcm", SAMPLE_RATE_HZ))
+        speech = paced(service, role, text, speed, LIVE)
+        first = await flow.first_then_rest(request, speech)
+        chunks = flow.encoded_stream(first, speech, StreamEncoder("pcm", SAMPLE_RATE_HZ))
+        return flow.Streamed(chunks, headers=headers("pcm", SAMPLE_RATE_HZ))
 
 
 def _roles(app: FastAPI, service: SpeechService) -> None:

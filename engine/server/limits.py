@@ -1,7 +1,8 @@
 """What holds the server against its clients: the bearer token, the body limit (counted as
 the body arrives, chunked or not), the Host allow-list, a header-read timeout, a body-read
 deadline (a minimum rate), a cap on open connections and on one client address's share of
-them, a reserve of connections that only answer `/healthz` and `/readyz`, and an optional
+them, a reserve of connections that only answer `/healthz` and `/readyz`, a send timeout for a
+client that stops taking its answer, and an optional
 request-rate quota per client address (429 with Retry-After)."""
 
 from __future__ import annotations
@@ -58,6 +59,9 @@ class ServerLimits:
     evict_idle: bool = True
     """At the cap, a new connection closes the one that has waited longest without giving
     work (no request head, or a body still trickling), instead of being refused."""
+    send_timeout_s: float = 30.0
+    """A client that takes none of its answer for this long (the connection's write buffer
+    stays full) is cut off, which withdraws the rest of its answer."""
 
 
 def is_loopback(host: str) -> bool:
@@ -186,7 +190,9 @@ class GuardedH11(H11Protocol):
     per_client_connections = 256
     health_reserve = 16
     evict_idle = True
+    send_timeout_s = 30.0
     _head_timer: asyncio.TimerHandle | None = None
+    _send_timer: asyncio.TimerHandle | None = None
     _head_cycle: object = None
     _body_timer: asyncio.TimerHandle | None = None
     _waiting_since = 0.0
@@ -277,7 +283,28 @@ class GuardedH11(H11Protocol):
         if not self.transport.is_closing():
             self._arm()  # the next request's head is due within the timeout too
 
+    def pause_writing(self) -> None:
+        """The client has stopped taking the answer (the write buffer is full): it has
+        `send_timeout_s` to take some of it again."""
+        super().pause_writing()
+        if self._send_timer is None:
+            self._send_timer = self.loop.call_later(self.send_timeout_s, self._send_timeout)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self._send_timer is not None:
+            self._send_timer.cancel()
+            self._send_timer = None
+
+    def _send_timeout(self) -> None:
+        self._send_timer = None
+        if not self.transport.is_closing():  # the route sees a hang-up and withdraws the rest
+            self.transport.abort()  # NB: close() would wait for the full buffer to drain
+
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._send_timer is not None:
+            self._send_timer.cancel()
+            self._send_timer = None
         self._disarm()
         if self._body_timer is not None:
             self._body_timer.cancel()
@@ -309,7 +336,7 @@ def uvicorn_config(app: ASGIApp, host: str, port: int, limits: ServerLimits, **e
         "header_timeout_s": limits.header_timeout_s, "body_timeout_s": limits.body_timeout_s,
         "min_body_rate": limits.min_body_rate, "max_connections": limits.max_connections,
         "per_client_connections": limits.per_client_connections, "health_reserve": limits.health_reserve,
-        "evict_idle": limits.evict_idle,
+        "evict_idle": limits.evict_idle, "send_timeout_s": limits.send_timeout_s,
     })  # fmt: skip
     return uvicorn.Config(app, host=host, port=port, http=protocol, timeout_keep_alive=limits.keep_alive_s,
                           limit_concurrency=limits.max_connections + limits.health_reserve + 64,

@@ -5,13 +5,14 @@ events), `GET /v1/models`, OpenAI's voice names as aliases."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import time
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import Response, StreamingResponse
+from fastapi.responses import Response
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from engine.core.types import Voice
@@ -26,6 +27,7 @@ from engine.server.audio_out import (
 )
 from engine.server.errors import ERROR_RESPONSES, UnknownModel
 from engine.server.listen import check_headers
+from engine.server.pacing import paced
 from engine.server.slotted import SlottedLine, check_slot
 from engine.server.speech import MAX_TEXT_CHARS, SPEED_RANGE, SpeechService, at_speed
 
@@ -128,21 +130,22 @@ def router(service: SpeechService) -> APIRouter:
         extra = {"X-Troupe-Ignored": "instructions"} if body.instructions else {}
         if body.slot_s is not None:
             return await _slotted(request, service, body, role, at_speed(voice, body.speed), extra)
-        futures = service.submit(role, body.input, body.speed, LIVE, voice)
         rate = body.sample_rate
         if body.stream_format == "audio" and (body.response_format == "flac" or not body.stream):
+            futures = service.submit(role, body.input, body.speed, LIVE, voice)
             audio = await flow.whole(request, futures)
             data = await flow.encoded(audio, body.response_format, rate)
             extra |= await check_headers(request, audio, body.input, voice.backend)
             return Response(data, headers={**headers(body.response_format, rate), **extra})
-        first = await flow.first_then_rest(request, futures)
+        speech = paced(service, role, body.input, body.speed, LIVE, voice)
+        first = await flow.first_then_rest(request, speech)
         encoder = StreamEncoder(body.response_format, rate)
         if body.stream_format == "sse":
             usage = _Usage(body.input, encoder)
-            events = _sse(flow.encoded_stream(first, futures, encoder, _delta), usage.done)
-            return StreamingResponse(events, media_type="text/event-stream", headers=extra)
+            events = _sse(flow.encoded_stream(first, speech, encoder, _delta), usage.done)
+            return flow.Streamed(events, media_type="text/event-stream", headers=extra)
         hdrs = {**headers(body.response_format, rate), **extra}
-        return StreamingResponse(flow.encoded_stream(first, futures, encoder), headers=hdrs)
+        return flow.Streamed(flow.encoded_stream(first, speech, encoder), headers=hdrs)
 
     return api
 
@@ -161,8 +164,8 @@ async def _slotted(request: Request, service: SpeechService, body: SpeechBody, r
     encoder = StreamEncoder(body.response_format, body.sample_rate)
     if body.stream_format == "sse":
         events = _sse(line.encoded(first, encoder, _delta), lambda: {"troupe_slot": line.report.summary()})
-        return StreamingResponse(events, media_type="text/event-stream", headers=extra)
-    return StreamingResponse(line.encoded(first, encoder), headers={**fmt_headers, **extra})
+        return flow.Streamed(events, media_type="text/event-stream", headers=extra)
+    return flow.Streamed(line.encoded(first, encoder), headers={**fmt_headers, **extra})
 
 
 def _delta(piece: bytes) -> bytes:
@@ -189,8 +192,9 @@ class _Usage:
 
 
 async def _sse(deltas: Any, more: Callable[[], dict[str, Any]] | None = None) -> Any:
-    async for d in deltas:
-        yield d
+    async with contextlib.aclosing(deltas):  # NB: closing this stream closes the one it wraps
+        async for d in deltas:
+            yield d
     done = {"type": "speech.audio.done", **(more() if more is not None else {})}
     if "usage" not in done:
         done["usage"] = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}

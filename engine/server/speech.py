@@ -9,7 +9,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -47,6 +47,10 @@ STALL_S = 1.0
 """The engine loop counts as stalled (`/healthz` 503) when it has not ticked for this long."""
 log = logging.getLogger("troupe.server")
 
+Pending = Callable[[float], "Future[Mono]"]
+"""One chunk of a request, ready to queue: called with its deadline (clock seconds), it
+queues the chunk and returns the future of its audio."""
+
 
 @dataclass(frozen=True)
 class SpeechSettings:
@@ -67,6 +71,10 @@ class SpeechSettings:
     lead_fifo_share: float = PolicyConfig.lead_fifo_share
     """Role-aware: the lead's (highest weight's) requests are due at this share of the wait
     arrival order would give them (0.3; see `PolicyConfig.lead_fifo_share`)."""
+    stream_ahead: int = 2
+    """A streamed answer queues at most this many chunks beyond the one being sent (1: the
+    next chunk is voiced only once the last was handed to the client; 0: every chunk at
+    once, the whole answer held until it is read). See `engine.server.pacing`."""
     neural: bool = True
     """Offer Kokoro voices (`kokoro:jf_alpha`) when the neural extra is installed."""
     scripts_dir: Path = Path(".")
@@ -304,22 +312,51 @@ class SpeechService:
         return script
 
     # --- speech -----------------------------------------------------------------------
-    def submit(self, role: str, text: str, speed: float, klass: RequestClass,
-               voice: Voice | None = None) -> list[Future[Mono]]:  # fmt: skip
-        """Queue `text` for `role` (in its cast voice, or `voice`), one request per chunk."""
+    def plan(self, role: str, text: str, speed: float, klass: RequestClass,
+             voice: Voice | None = None) -> list[Pending]:  # fmt: skip
+        """`text` for `role` (in its cast voice, or `voice`) as chunks ready to queue, in
+        order; nothing is queued yet (`submit` queues them all, a paced stream as its client
+        takes them). Raises for empty or overlong text, a bad speed or SSML it cannot read."""
         text = text.strip()
         if not text:
             raise TroupeError("text is empty")
         if len(text) > MAX_TEXT_CHARS:
             raise TroupeError(f"text is {len(text)} characters; the limit is {MAX_TEXT_CHARS}")
         voice, stretch = speed_parts(voice or self.voice(role), speed)
+        parts: list[tuple[str, Voice, float] | float] = []  # (chunk, voice, gain dB) or a pause's seconds
         if ssml.looks_like_ssml(text):
-            futures = self._submit_ssml(role, text, voice, klass)
+            for part in ssml.parse(text):
+                if isinstance(part, ssml.Pause):
+                    parts.append(part.seconds)
+                else:
+                    prosodic = ssml.voice_for(voice, part.prosody)
+                    gain = part.prosody.volume_db
+                    parts += [(c, prosodic, gain) for c in split_chunks(part.text) or [part.text]]
         else:
-            futures = self._submit_text(role, text, voice, klass)
-        if abs(stretch - 1.0) < 1e-3:
-            return futures
-        return [self._stretched(f, stretch) for f in futures]
+            parts = [(c, voice, 0.0) for c in split_chunks(text) or [text]]
+        give_up = self.settings.give_up_s if self.scheduler.policy.name != "fifo" else math.inf
+        pending: list[Pending] = []
+        for k, piece in enumerate(parts):
+            if isinstance(piece, float):
+                pending.append(functools.partial(_silence, piece))
+                continue
+            chunk, v, gain = piece
+            queue = functools.partial(self._queue_stretched, role, chunk, v, klass, k=k, n_chunks=len(parts),
+                                      give_up_s=give_up, gain_db=gain, stretch=stretch)  # fmt: skip
+            pending.append(queue)
+        return pending
+
+    def submit(self, role: str, text: str, speed: float, klass: RequestClass,
+               voice: Voice | None = None) -> list[Future[Mono]]:  # fmt: skip
+        """Queue `text` for `role` (in its cast voice, or `voice`), every chunk now, chunk k
+        due k+1 budgets from now; all or nothing."""
+        return queue_all(self.plan(role, text, speed, klass, voice), self.clock(), self.settings.budget_s)
+
+    def _queue_stretched(self, role: str, chunk: str, voice: Voice, klass: RequestClass, deadline_s: float,
+                         *, k: int, n_chunks: int, give_up_s: float, gain_db: float,
+                         stretch: float) -> Future[Mono]:  # fmt: skip
+        fut = self._queue(role, chunk, voice, klass, deadline_s, k, n_chunks, give_up_s, gain_db)
+        return fut if abs(stretch - 1.0) < 1e-3 else self._stretched(fut, stretch)
 
     def _stretched(self, inner: Future[Mono], factor: float) -> Future[Mono]:
         """`inner`'s audio `factor` times faster (Rubber Band, on the stretch workers, never
@@ -349,40 +386,6 @@ class SpeechService:
 
         inner.add_done_callback(voiced)
         return outer
-
-    def _submit_ssml(self, role: str, document: str, voice: Voice, klass: RequestClass) -> list[Future[Mono]]:
-        """SSML: each stretch of text in its prosody (rate, pitch, volume), breaks as silence;
-        `SsmlError` (a 400) names the element it cannot read."""
-        futures: list[Future[Mono]] = []
-        try:
-            for part in ssml.parse(document):
-                if isinstance(part, ssml.Pause):
-                    pause: Future[Mono] = Future()
-                    pause.set_result(np.zeros(round(part.seconds * SAMPLE_RATE_HZ), np.float32))
-                    futures.append(pause)
-                else:
-                    prosodic = ssml.voice_for(voice, part.prosody)
-                    futures += self._submit_text(role, part.text, prosodic, klass, part.prosody.volume_db)
-        except TroupeError:
-            cancel(futures)
-            raise
-        return futures
-
-    def _submit_text(self, role: str, text: str, voice: Voice, klass: RequestClass,
-                     gain_db: float = 0.0) -> list[Future[Mono]]:  # fmt: skip
-        now = self.clock()
-        futures: list[Future[Mono]] = []
-        chunks = split_chunks(text) or [text]
-        give_up = self.settings.give_up_s if self.scheduler.policy.name != "fifo" else math.inf
-        try:
-            for k, chunk in enumerate(chunks):
-                deadline = now + self.settings.budget_s * (k + 1)
-                n = len(chunks)
-                futures.append(self._queue(role, chunk, voice, klass, deadline, k, n, give_up, gain_db))
-        except TroupeError:
-            cancel(futures)  # all or nothing: the chunks already queued leave again
-            raise
-        return futures
 
     def submit_chunk(self, role: str, chunk: str, voice: Voice, klass: RequestClass, k: int,
                      n_chunks: int) -> Future[Mono]:  # fmt: skip
@@ -518,6 +521,26 @@ def at_speed(voice: Voice, speed: float) -> Voice:
             f"{max(lo, slowest):.2f} to {min(hi, fastest):.2f}"
         )
     return replace(voice, rate_wpm=rate)
+
+
+def queue_all(pending: list[Pending], now: float, budget_s: float) -> list[Future[Mono]]:
+    """Queue every chunk at once, chunk k due k+1 budgets after `now`; all or nothing (a
+    refusal withdraws the chunks already queued)."""
+    futures: list[Future[Mono]] = []
+    try:
+        for k, queue in enumerate(pending):
+            futures.append(queue(now + budget_s * (k + 1)))
+    except TroupeError:
+        cancel(futures)
+        raise
+    return futures
+
+
+def _silence(seconds: float, deadline_s: float) -> Future[Mono]:
+    """An SSML break: silence, ready at once."""
+    pause: Future[Mono] = Future()
+    pause.set_result(np.zeros(round(seconds * SAMPLE_RATE_HZ), np.float32))
+    return pause
 
 
 def cancel(futures: Iterable[Future[Mono]]) -> None:
