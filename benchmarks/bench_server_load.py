@@ -9,13 +9,23 @@ RSS after the load against before (target <= +10% for both policies). Each pass 
 shows the CPU a request cost the espeak-ng workers (the same work under either policy: its
 drift between passes is the machine's) and the server process (HTTP, encoding, the engine).
 
+With `--busy 2` both servers run beside two busy loops (two processes spinning on the 2
+cores, started before the first pass and stopped after the last): a slow machine. Each pass
+then also counts the requests served within their deadline (`SpeechSettings.budget_s`, 2 s
+after sending) and samples `/readyz` every 0.5 s; target: role-aware serves in time at least
+0.95x what FIFO serves in time (median of the repeats). Written to the `busy` section of
+bench_server_load.json (a quiet run keeps it, a busy run keeps the quiet figures).
+
     python benchmarks/bench_server_load.py [--requests 5000] [--concurrency 200] [--repeats 3]
+    python benchmarks/bench_server_load.py --busy 2 --scenarios ab weighted --requests 2000
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import json
 import os
 import random
 import socket
@@ -27,7 +37,7 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-from _common import ROOT, descendants, rss_kib, save, table
+from _common import RESULTS, ROOT, descendants, machine, rss_kib, save, table
 from _http_load import load
 
 ROLES = {"LEAD": 10.0, "RIVAL": 4.0, "MENTOR": 3.0, "FRIEND": 3.0, "GUARD": 1.5, "CLERK": 1.0,
@@ -36,6 +46,38 @@ SHARES = [0.25, 0.13, 0.11, 0.11, 0.1, 0.08, 0.07, 0.15]
 AB_TEXT = "Hold the line, all of you, until the harbour lights come on again."
 LINES = ["Hold the line.", "Where were you last night?", "The harbour lights are out.",
          "We leave at dawn, all of us.", "Nobody came home.", "Listen to the radio."]  # fmt: skip
+
+
+DEADLINE_MS = 2000.0
+"""A request's deadline after it is sent (the server's default `budget_s`)."""
+TARGET_IN_TIME = 0.95
+
+
+def busy_loops(n: int) -> list[subprocess.Popen[bytes]]:
+    """`n` processes that spin on the CPU until stopped."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+async def _ready_samples(url: str, stop: asyncio.Event, out: list[bool]) -> None:
+    async with httpx.AsyncClient(timeout=2) as client:
+        while not stop.is_set():
+            try:
+                out.append((await client.get(f"{url}/readyz")).status_code == 200)
+            except httpx.HTTPError:
+                out.append(False)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), 0.5)
+
+
+async def _load_sampled(url: str, jobs: list[tuple[str, str, dict[str, str]]], concurrency: int,
+                        ready: list[bool]) -> tuple[list, float]:  # fmt: skip
+    stop = asyncio.Event()
+    sampler = asyncio.ensure_future(_ready_samples(url, stop, ready))
+    try:
+        return await load(url, jobs, concurrency)
+    finally:
+        stop.set()
+        await sampler
 
 
 def _free_port() -> int:
@@ -109,7 +151,8 @@ def run(scenario: str, policy: str, n: int, concurrency: int, processes: int, se
         rss_before = rss_kib(proc.pid)
         workers = descendants(proc.pid)  # the espeak-ng worker processes
         cpu_before = _cpu_s(proc.pid), sum(_cpu_s(w) for w in workers)
-        answers, wall = asyncio.run(load(url, _jobs(scenario, n, seed), concurrency))
+        ready: list[bool] = []
+        answers, wall = asyncio.run(_load_sampled(url, _jobs(scenario, n, seed), concurrency, ready))
         workers += [w for w in descendants(proc.pid) if w not in workers]  # one replaced meanwhile
         cpu_after = _cpu_s(proc.pid), sum(_cpu_s(w) for w in workers)
         time.sleep(1.0)  # let the engine drain what it still holds
@@ -128,6 +171,8 @@ def run(scenario: str, policy: str, n: int, concurrency: int, processes: int, se
         "served_rps": len(served) / wall, "mean_ms": float(every.mean()), "p50_ms": pct(every, 50),
         "p95_ms": pct(every, 95), "p99_ms": pct(every, 99), "max_ms": float(every.max()),
         "served_p95_ms": pct(served, 95), "lead_p95_ms": pct(lead, 95),
+        "in_time": sum(a.status == 200 and a.ms <= DEADLINE_MS for a in answers),
+        "ready_share": sum(ready) / len(ready) if ready else float("nan"),
         "rss_before_mib": rss_before / 1024, "rss_after_mib": rss_after / 1024,
         "rss_growth": rss_after / rss_before - 1,
         # the same requests cost the espeak-ng workers the same CPU under either policy: what
@@ -150,7 +195,17 @@ def main() -> None:
     ap.add_argument("--processes", type=int, default=2, help="espeak-ng worker processes in the server")
     ap.add_argument("--fifo-tolerance", type=float, help="the role-aware server's --fifo-tolerance")
     ap.add_argument("--lead-share", type=float, help="the role-aware server's --lead-share")
+    ap.add_argument("--busy", type=int, default=0, help="busy loops running beside the servers")
     args = ap.parse_args()
+    loops = busy_loops(args.busy)
+    try:
+        _main(args)
+    finally:
+        for p in loops:
+            p.kill()
+
+
+def _main(args: argparse.Namespace) -> None:
     rows: list[dict[str, object]] = []
     summary: dict[str, dict[str, dict[str, float]]] = {}
     for scenario in args.scenarios:
@@ -164,13 +219,13 @@ def main() -> None:
             rows += pair.values()
             pairs.append(pair)
         summary[scenario] = {}
-        for key in RATIOS[scenario]:
+        for key in RATIOS[scenario] + ["in_time"]:
             ratios = [float(p["role_aware"][key]) / float(p["fifo"][key]) for p in pairs]  # type: ignore[arg-type]
             summary[scenario][key] = {"median": statistics.median(ratios), "min": min(ratios),
                                       "max": max(ratios)}  # fmt: skip
-    cols = ["scenario", "policy", "served", "refused", "errors", "served_rps", "mean_ms", "p50_ms", "p95_ms",
-            "p99_ms", "max_ms", "lead_p95_ms", "worker_cpu_ms", "server_cpu_ms", "rss_before_mib",
-            "rss_after_mib", "rss_growth"]  # fmt: skip
+    cols = ["scenario", "policy", "served", "in_time", "refused", "errors", "ready_share", "served_rps",
+            "mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms", "lead_p95_ms", "worker_cpu_ms",
+            "server_cpu_ms", "rss_before_mib", "rss_after_mib", "rss_growth"]  # fmt: skip
     print(table(rows, cols))
     print("role-aware / FIFO (median [min, max] of the repeats; target <= 1.0, lead p95 <= 0.4):")
     for scenario, ratios in summary.items():
@@ -179,7 +234,18 @@ def main() -> None:
     worst = max(float(r["rss_growth"]) for r in rows)  # type: ignore[arg-type]
     print(f"RSS growth, worst pass: {100 * worst:+.1f}% (target <= +10%); errors (not 200/503): "
           f"{sum(int(r['errors']) for r in rows)} (target 0)")  # type: ignore[call-overload]  # fmt: skip
-    print(f"wrote {save('bench_server_load', {'args': vars(args), 'rows': rows, 'summary': summary})}")
+    in_time = {k: v["in_time"]["median"] for k, v in summary.items()}
+    print(f"served within the {DEADLINE_MS / 1000:g} s deadline, role-aware / FIFO: "
+          + "; ".join(f"{k} {v:.3f}" for k, v in in_time.items())
+          + (f" (target >= {TARGET_IN_TIME} beside busy loops)" if args.busy else ""))  # fmt: skip
+    result = {"args": vars(args), "rows": rows, "summary": summary}
+    path = RESULTS / "bench_server_load.json"
+    kept = json.loads(path.read_text()) if path.exists() else {}
+    if args.busy:  # NB: each run keeps the other's section
+        result = {**kept, "busy": {**result, "machine": machine(), "target_in_time": TARGET_IN_TIME}}
+    elif "busy" in kept:
+        result["busy"] = kept["busy"]
+    print(f"wrote {save('bench_server_load', result)}")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,10 @@ order alternating over 3 repeats:
   after the window the pass waits for the cut-off and reads what each client was sent.
 - `all_at_once` (`--stream-ahead 0 --send-timeout 3600`, the behaviour before): every
   sentence queued at once, each answer held whole until read, never cut off.
+- `ahead_1` (`--stream-ahead 1`): the next sentence queued only once the last was sent.
+
+Each pass also times a reader that takes the answer as fast as it can (the same text, mp3,
+median of 3 reads on the warm server): what pacing costs a client that keeps up.
 
 Target: 30 stalled clients grow the server by at most 50 MB (paced); every stalled client
 cut off within the send timeout (+5 s).
@@ -39,7 +43,11 @@ WINDOW_S = 25.0
 SEND_TIMEOUT_S = 30.0
 REPEATS = 3
 TARGET_GROWTH_MB = 50.0
-CONFIGS = {"paced": [], "all_at_once": ["--stream-ahead", "0", "--send-timeout", "3600"]}
+CONFIGS = {
+    "paced": [],
+    "ahead_1": ["--stream-ahead", "1", "--send-timeout", "3600"],
+    "all_at_once": ["--stream-ahead", "0", "--send-timeout", "3600"],
+}
 SENTENCES = [
     "The lamp room smelled of paraffin and salt, and the glass was cold under her hand.",
     "Somewhere below, the keeper's radio muttered the shipping forecast to nobody.",
@@ -110,6 +118,15 @@ def one_pass(name: str, extra: list[str]) -> dict[str, Any]:
     try:
         with httpx.stream("POST", f"http://127.0.0.1:{port}/v1/audio/speech", json=body, timeout=300) as r:
             whole_bytes = sum(len(c) for c in r.iter_bytes())  # warm up; the answer's full length
+        fast = {**body, "response_format": "mp3"}
+        reads = []
+        for _ in range(3):
+            t0 = time.monotonic()
+            url = f"http://127.0.0.1:{port}/v1/audio/speech"
+            with httpx.stream("POST", url, json=fast, timeout=300) as r:
+                for _chunk in r.iter_bytes():
+                    pass
+            reads.append(time.monotonic() - t0)
         time.sleep(2)
         base = rss_kib(proc.pid)
         clients = [stalled_client(port, body) for _ in range(CLIENTS)]
@@ -123,6 +140,7 @@ def one_pass(name: str, extra: list[str]) -> dict[str, Any]:
             "base_mb": round(base / 1024, 1),
             "growth_mb": round((samples[-1] - base) / 1024, 1),
             "peak_growth_mb": round((max(samples) - base) / 1024, 1),
+            "fast_read_s": round(statistics.median(reads), 3),
         }
         if name == "paced":
             time.sleep(max(0.0, SEND_TIMEOUT_S + 5 - (time.monotonic() - start)))
@@ -157,6 +175,7 @@ def main() -> None:
             "growth_mb_median": statistics.median(r["growth_mb"] for r in mine),
             "growth_mb_range": [min(r["growth_mb"] for r in mine), max(r["growth_mb"] for r in mine)],
             "peak_growth_mb_median": statistics.median(r["peak_growth_mb"] for r in mine),
+            "fast_read_s_median": statistics.median(r["fast_read_s"] for r in mine),
         }
     paced = [r for r in rows if r["config"] == "paced"]
     summary["paced"]["cut_off_all"] = all(r["cut_off"] == CLIENTS for r in paced)
@@ -164,12 +183,13 @@ def main() -> None:
     summary["paced"]["met"] = summary["paced"]["peak_growth_mb_median"] <= TARGET_GROWTH_MB and bool(
         summary["paced"]["cut_off_all"]
     )
-    cols = ["config", "repeat", "base_mb", "growth_mb", "peak_growth_mb", "cut_off", "sent_share",
-            "after_cut_off_growth_mb"]  # fmt: skip
+    cols = ["config", "repeat", "base_mb", "growth_mb", "peak_growth_mb", "fast_read_s", "cut_off",
+            "sent_share", "after_cut_off_growth_mb"]  # fmt: skip
     print(table(rows, cols))
     for name, s in summary.items():
         print(f"{name}: growth {s['growth_mb_median']} MB (range {s['growth_mb_range']}), peak "
-              f"{s['peak_growth_mb_median']} MB" + (f"; target <= {TARGET_GROWTH_MB} MB, every client "
+              f"{s['peak_growth_mb_median']} MB, fast reader {s['fast_read_s_median']} s"
+              + (f"; target <= {TARGET_GROWTH_MB} MB, every client "
               f"cut off: {s['cut_off_all']}" if name == "paced" else ""))  # fmt: skip
     save("bench_server_stalled", {"clients": CLIENTS, "window_s": WINDOW_S, "text_chars": len(text()),
                                   "rows": rows, "summary": summary})  # fmt: skip
