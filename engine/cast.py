@@ -12,7 +12,7 @@ from typing import Any
 
 from engine.core.errors import CastError
 from engine.core.limits import VOICE_LIMITS
-from engine.core.types import Role, Script, Voice
+from engine.core.types import Role, RoleKey, Script, Voice
 from engine.gender import GENDER_WORDS, guess_all_with_evidence
 from engine.script.common import normalise_role
 from engine.synthesis.base import VoiceInfo
@@ -93,7 +93,7 @@ def natural_voice(role: Role, gender: str | None, natural: Sequence[VoiceInfo], 
     return Voice(backend=info.backend, voice_id=info.voice_id, pitch=pitch, pitch_range=timbre, pan=pan)
 
 
-def speaking_order(script: Script) -> list[str]:
+def speaking_order(script: Script) -> list[RoleKey]:
     """Role names, the most lines first (ties: the most words, then the name)."""
     size = {n: (len(cs), sum(len(c.text.split()) for c in cs))
             for n in script.roles for cs in [script.cues_for(n)]}  # fmt: skip
@@ -133,15 +133,17 @@ def voice_from_dict(data: Mapping[str, Any], where: str) -> Voice:
 
 @dataclass
 class Cast:
-    """Role name -> Voice; roles not yet cast get an automatic voice on demand."""
+    """Role key -> Voice; roles not yet cast get an automatic voice on demand. Keyed by
+    `RoleKey` (only `normalise_role` makes one); `cast[name]` and `set` take a name as
+    written and key it themselves."""
 
-    voices: dict[str, Voice] = field(default_factory=dict)
-    why: dict[str, str] = field(default_factory=dict, compare=False)
+    voices: dict[RoleKey, Voice] = field(default_factory=dict)
+    why: dict[RoleKey, str] = field(default_factory=dict, compare=False)
     """Role -> why auto-casting gave it its voice's gender (the guess and its evidence); not
     saved: a saved voice was the director's to keep."""
 
     @classmethod
-    def auto(cls, script: Script, keep: Mapping[str, Voice] | None = None,
+    def auto(cls, script: Script, keep: Mapping[RoleKey, Voice] | None = None,
              natural: Sequence[VoiceInfo] = (), leads: int | None = None) -> Cast:  # fmt: skip
         """Cast every role of `script`, keeping the voices in `keep` (the script's saved
         cast): where `natural` (Kokoro's voice library, Piper) has English voices, every role
@@ -164,7 +166,7 @@ class Cast:
         cast.fill(script.roles.values(), genders)
         return cast
 
-    def fill(self, roles: Iterable[Role], genders: Mapping[str, str | None] | None = None) -> None:
+    def fill(self, roles: Iterable[Role], genders: Mapping[RoleKey, str | None] | None = None) -> None:
         taken = {v.voice_id for v in self.voices.values()}
         for role in roles:
             if role.name not in self.voices:
@@ -172,15 +174,23 @@ class Cast:
                 self.voices[role.name] = voice
                 taken.add(voice.voice_id)
 
+    def key(self, role: str) -> RoleKey:
+        """`role`'s key in this cast: 'Iris (V.O.)' is IRIS, one key per role. A key the
+        cast holds is its own key, even where `normalise_role` would change it again
+        ('>> @Bob^ (V.O.):' is keyed BOB^, which normalises to BOB)."""
+        key = normalise_role(role)
+        if key != role and role in self.voices:
+            return next(k for k in self.voices if k == role)
+        return key
+
     def __getitem__(self, role: str) -> Voice:
-        if role not in self.voices:
-            role = normalise_role(role) or role  # 'Iris (V.O.)' is IRIS: one key per role
-        if role not in self.voices:
-            self.fill([Role(role, role)])
-        return self.voices[role]
+        key = self.key(role)
+        if key not in self.voices:
+            self.fill([Role(key, key)])
+        return self.voices[key]
 
     def set(self, role: str, **changes: Any) -> Voice:
-        key = role if role in self.voices else normalise_role(role) or role
+        key = self.key(role)
         voice = validate_voice(replace(self[key], **changes), f"role {key}")
         self.voices[key] = voice
         return voice

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.core.types import Role, Script
+from engine.core.types import Role, RoleKey, Script
 from engine.script.common import gender_hint
 
 _PRONOUNS = {
@@ -215,7 +215,7 @@ def guess(role: Role, lines: Iterable[str] = ()) -> str | None:
     return guess_with_evidence(role, mentions([role.display_name], list(lines))[role.display_name]).gender
 
 
-def guess_all_with_evidence(script: Script, names: Iterable[str] | None = None) -> dict[str, Guess]:
+def guess_all_with_evidence(script: Script, names: Iterable[RoleKey] | None = None) -> dict[RoleKey, Guess]:
     """`guess_with_evidence` for the roles `names` of `script` (all by default; the file is
     read once, and not at all when no role is asked for: a saved cast needs no guessing).
     A `YOUNG X` role with no clue of its own takes X's guess."""
@@ -228,17 +228,17 @@ def guess_all_with_evidence(script: Script, names: Iterable[str] | None = None) 
     out = {
         n: guess_with_evidence(script.roles[n], found.get(displays[n]) or found.get(n, [])) for n in wanted
     }
+    keys: dict[str, RoleKey] = {key: key for key in script.roles}
     for n in wanted:
         m = _AGE_PREFIX.match(n)
-        if out[n].gender is None and m and m.group(1) in script.roles:
-            base = out.get(m.group(1)) or guess_with_evidence(
-                script.roles[m.group(1)], found.get(m.group(1), [])
-            )
+        x = keys.get(m.group(1)) if m else None
+        if out[n].gender is None and x is not None:
+            base = out.get(x) or guess_with_evidence(script.roles[x], found.get(x, []))
             if base.gender:
-                out[n] = Guess(base.gender, (f"follows {m.group(1)}", *base.evidence), base.scores)
+                out[n] = Guess(base.gender, (f"follows {x}", *base.evidence), base.scores)
     return out
 
 
-def guess_all(script: Script, names: Iterable[str] | None = None) -> dict[str, str | None]:
+def guess_all(script: Script, names: Iterable[RoleKey] | None = None) -> dict[RoleKey, str | None]:
     """Each role's gender alone (see `guess_all_with_evidence`)."""
     return {n: g.gender for n, g in guess_all_with_evidence(script, names).items()}

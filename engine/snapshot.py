@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 from engine.audio_io.guard import OutputGuard
 from engine.audio_io.ring import MixRing
 from engine.cast import Cast
-from engine.core.types import SAMPLE_RATE_HZ, Script, Voice
+from engine.core.types import SAMPLE_RATE_HZ, RoleKey, Script, Voice
 from engine.metrics import AnomalyDetector, Rolling
 from engine.mixer import Clip
 from engine.mixer.envelope import EnvelopeCache
@@ -31,7 +31,7 @@ class CueView:
     """One cue as the GUI shows it."""
 
     index: int
-    role: str
+    role: RoleKey
     text: str
     scene: int
     state: str
@@ -94,9 +94,9 @@ class EngineSnapshot:
     playhead_s: float = 0.0
     end_s: float = 0.0
     cues: tuple[CueView, ...] = ()
-    roles: tuple[str, ...] = ()
-    voices: dict[str, Voice] = field(default_factory=dict)
-    cast_why: dict[str, str] = field(default_factory=dict)
+    roles: tuple[RoleKey, ...] = ()
+    voices: dict[RoleKey, Voice] = field(default_factory=dict)
+    cast_why: dict[RoleKey, str] = field(default_factory=dict)
     """Role -> why auto-casting chose its voice's gender (the cast panel's tooltip)."""
     scenes: tuple[str, ...] = ()
     priorities: NDArray[np.float32] = field(

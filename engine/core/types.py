@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NewType
+
+RoleKey = NewType("RoleKey", str)
+"""A role's key: the cast, the script's roles and every table by role are keyed by it.
+Only `engine.script.common.normalise_role` makes one ('Iris (V.O.)' and ' iris ' are both
+IRIS), so a role name as written cannot be used as a key by mistake; where a name must
+become a key (a project file, a request), pass it through `normalise_role` (idempotent)."""
 
 SAMPLE_RATE_HZ = 48_000
 """The engine's one sample rate: synthesizers resample to it, the mixer and ring run at it."""
@@ -13,7 +19,7 @@ SAMPLE_RATE_HZ = 48_000
 class Role:
     """A speaking part; `name` is the normalised key (upper case, extensions stripped)."""
 
-    name: str
+    name: RoleKey
     display_name: str
     gender_hint: str | None = None
     """'f' or 'm' where the script says so (e.g. a character note); None otherwise."""
@@ -25,7 +31,7 @@ class Cue:
 
     index: int
     """Position in script order, 0-based; unique within a script."""
-    role: str
+    role: RoleKey
     """Normalised role name (a key of `Script.roles`)."""
     text: str
     scene: int
@@ -128,7 +134,7 @@ class Script:
     """'fountain', 'fdx', 'text', 'srt', 'vtt', 'ass', 'ssa', 'sbv', 'microdvd', 'csv' or 'tsv'."""
     scenes: tuple[Scene, ...]
     cues: tuple[Cue, ...]
-    roles: dict[str, Role] = field(default_factory=dict)
+    roles: dict[RoleKey, Role] = field(default_factory=dict)
     metadata: dict[str, str] = field(default_factory=dict)
     """Title-page keys (lower case) and values."""
     annotations: tuple[Annotation, ...] = ()
@@ -138,7 +144,7 @@ class Script:
     sections: tuple[Section, ...] = ()
     """Fountain sections, in order."""
 
-    def cues_for(self, role: str) -> list[Cue]:
+    def cues_for(self, role: RoleKey) -> list[Cue]:
         return [c for c in self.cues if c.role == role]
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import soundfile as sf
 
-from engine.core.types import Script
+from engine.core.types import RoleKey, Script
 from engine.export import FORMATS, AudioFormat
 from engine.export.formats import format_for_path
 from engine.export.tags import BookInfo, Chapter, book_info, tag_file
@@ -36,7 +36,7 @@ class Normalised:
 
 def normalise_into(out: Path, premaster: _Target, files: OutputFiles, measured_lufs: float,
                    target: LoudnessTarget, sample_format: str, progress: Progress | None,
-                   stems: Mapping[str, tuple[_Target, Path]] = {},
+                   stems: Mapping[RoleKey, tuple[_Target, Path]] = {},
                    stem_format: AudioFormat = FORMATS["flac"], stem_sample_format: str = "s24",
                    clips: ClipGains | None = None) -> Normalised:  # fmt: skip
     """Read the premaster, bring it to `target`, write `out`; each stem's premaster (role ->

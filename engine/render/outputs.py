@@ -16,6 +16,7 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from engine.core.types import RoleKey
 from engine.export import FORMATS, AudioFormat, ExportError, FileWriter
 from engine.export.formats import format_for_path
 from engine.render.mixdown import Block
@@ -146,7 +147,7 @@ class BlockWriter:
     """Writes each finished block to the mix, the meter and every stem, stems spread over
     `STEM_THREADS` threads (each stem always on the same thread, so its blocks stay in order)."""
 
-    def __init__(self, mix: _Target, stems: dict[str, _Target], meter: Meter | None = None) -> None:
+    def __init__(self, mix: _Target, stems: dict[RoleKey, _Target], meter: Meter | None = None) -> None:
         self.mix, self.meter = mix, meter
         items = list(stems.items())
         n_groups = min(STEM_THREADS, len(items)) if len(items) > 2 else 1
@@ -170,7 +171,7 @@ class BlockWriter:
             self._pool.shutdown(wait=True)
 
 
-def _write_stems(block: Block, group: list[tuple[str, _Target]]) -> None:
+def _write_stems(block: Block, group: list[tuple[RoleKey, _Target]]) -> None:
     """One block to each stem of `group` (silence for the roles not heard in it)."""
     n = block.mix.shape[0]
     silent: dict[int, NDArray[np.float32]] = {}

@@ -16,7 +16,7 @@ import numpy as np
 
 from engine.cast import Cast
 from engine.core.errors import TroupeError
-from engine.core.types import SAMPLE_RATE_HZ, Cue, Script
+from engine.core.types import SAMPLE_RATE_HZ, Cue, RoleKey, Script
 from engine.export import FORMATS, SAMPLE_FORMATS, ExportError
 from engine.export.formats import describe, format_for_path, require
 from engine.export.tags import BookInfo, Chapter
@@ -67,7 +67,7 @@ class _Job:
     stems_dir: Path | None
     stems: StemOptions
     sample_format: str
-    stem_channels: dict[str, int]
+    stem_channels: dict[RoleKey, int]
     loudness: LoudnessTarget | None = None
     listening: Listening | None = None
     rate_hz: int = SAMPLE_RATE_HZ

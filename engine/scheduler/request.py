@@ -58,6 +58,8 @@ class Request:
     """
 
     role: str
+    """What it is scheduled and weighted by: a role's key (`RoleKey`), or a label of its
+    own that is no role (the cast preview's)."""
     text: str
     voice: Voice
     deadline_s: float

@@ -17,6 +17,7 @@ from engine.core.types import (
     ImportFacts,
     ImportNote,
     Role,
+    RoleKey,
     Scene,
     Script,
     Section,
@@ -199,10 +200,11 @@ def clean_label(label: str) -> str:
     return base.rstrip(":").strip()
 
 
-def normalise_role(name: str) -> str:
+def normalise_role(name: str) -> RoleKey:
     """The one key that makes 'Brick', 'BRICK', 'BRICK (CONT'D)', '@Brick^', '[BRICK]',
-    'Brick:' and '>> BRICK:' one role: upper case, markers and extensions dropped."""
-    return " ".join(clean_label(name).split()).upper()
+    'Brick:' and '>> BRICK:' one role: upper case, markers and extensions dropped.
+    The only maker of a `RoleKey`; idempotent (a key normalises to itself)."""
+    return RoleKey(" ".join(clean_label(name).split()).upper())
 
 
 def gender_hint(name: str) -> str | None:
@@ -231,7 +233,7 @@ class ScriptBuilder:
     format: str
     scenes: list[Scene] = field(default_factory=list)
     cues: list[Cue] = field(default_factory=list)
-    roles: dict[str, Role] = field(default_factory=dict)
+    roles: dict[RoleKey, Role] = field(default_factory=dict)
     annotations: list[Annotation] = field(default_factory=list)
     notes: list[ImportNote] = field(default_factory=list)
     styles: list[StyleUse] = field(default_factory=list)

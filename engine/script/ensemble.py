@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from engine.core.types import Cue
+from engine.core.types import Cue, RoleKey
 
 _JOIN = re.compile(r"\s+(?:AND|&|\+)\s+|\s*/\s*|\s*,\s*")
 _BOTH = {"BOTH"}
@@ -24,14 +24,14 @@ def _split(key: str) -> list[str]:
     return [p for p in (" ".join(part.split()) for part in _JOIN.split(key)) if p]
 
 
-def _solo_roles(cues: Sequence[Cue]) -> set[str]:
+def _solo_roles(cues: Sequence[Cue]) -> set[RoleKey]:
     keys = {c.role for c in cues}
     return {k for k in keys if k not in _BOTH | _ALL and len(_split(k)) < 2}
 
 
-def _members(cue: Cue, k: int, cues: Sequence[Cue], solo: set[str]) -> list[str]:
+def _members(cue: Cue, k: int, cues: Sequence[Cue], solo: set[RoleKey]) -> list[RoleKey]:
     if cue.role in _BOTH:
-        seen: list[str] = []
+        seen: list[RoleKey] = []
         for prev in reversed(cues[:k]):
             if prev.scene != cue.scene:
                 break
@@ -45,12 +45,13 @@ def _members(cue: Cue, k: int, cues: Sequence[Cue], solo: set[str]) -> list[str]
         members = list(dict.fromkeys(scene))
         return members if len(members) >= 2 else []
     parts = _split(cue.role)
-    if len(parts) >= 2 and all(p in solo for p in parts):
-        return list(dict.fromkeys(parts))
+    keys: dict[str, RoleKey] = {key: key for key in solo}  # a part spelt as a solo role is its key
+    if len(parts) >= 2 and all(p in keys for p in parts):
+        return list(dict.fromkeys(keys[p] for p in parts))
     return []
 
 
-def expand_ensembles(cues: Sequence[Cue], role_keys: set[str]) -> list[Cue]:
+def expand_ensembles(cues: Sequence[Cue], role_keys: set[RoleKey]) -> list[Cue]:
     """Each resolvable ensemble cue as one cue per member, the 2nd on overlapping the 1st."""
     solo = _solo_roles(cues) & role_keys
     out: list[Cue] = []

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable, Mapping
 
 from engine.core.errors import CastError
+from engine.core.types import RoleKey
 
 DEFAULT_ALIASES: dict[str, str] = {
     "alloy": "en-us+f3", "ash": "en-us+m3", "ballad": "en-gb+m5", "cedar": "en-us+m2",
@@ -32,7 +33,7 @@ class ClientRoles:
         self.cap = cap
         self.idle_s = idle_s
         self.clock = clock
-        self._last_used: dict[str, float] = {}
+        self._last_used: dict[RoleKey, float] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -41,7 +42,7 @@ class ClientRoles:
     def __contains__(self, key: object) -> bool:
         return key in self._last_used
 
-    def admit(self, key: str) -> None:
+    def admit(self, key: RoleKey) -> None:
         """Count a new client role; `TooManyRoles` when the cap is reached (idle roles
         are dropped first, by `expire` on the engine loop)."""
         with self._lock:
@@ -55,12 +56,12 @@ class ClientRoles:
                 raise refusal
             self._last_used[key] = self.clock()
 
-    def touch(self, key: str) -> None:
+    def touch(self, key: RoleKey) -> None:
         with self._lock:
             if key in self._last_used:
                 self._last_used[key] = self.clock()
 
-    def expire(self) -> list[str]:
+    def expire(self) -> list[RoleKey]:
         """Forget and return the roles unused for longer than the idle time."""
         cutoff = self.clock() - self.idle_s
         with self._lock:
@@ -69,7 +70,7 @@ class ClientRoles:
                 del self._last_used[k]
         return gone
 
-    def forget(self, key: str) -> None:
+    def forget(self, key: RoleKey) -> None:
         with self._lock:
             self._last_used.pop(key, None)
 

@@ -21,7 +21,7 @@ from engine.cast import Cast
 from engine.core.errors import CastError, Overloaded, ScriptError, SynthesisError, TroupeError
 from engine.core.limits import limit
 from engine.core.memory import IdleTrimmer, keep_large_blocks_mapped
-from engine.core.types import SAMPLE_RATE_HZ, Role, Script, Voice
+from engine.core.types import SAMPLE_RATE_HZ, Role, RoleKey, Script, Voice
 from engine.metrics import AnomalyDetector
 from engine.scheduler import PolicyConfig, Request, RequestClass, Scheduler, SchedulerConfig, State
 from engine.scheduler.backend import Backend, neural_voice_ids, standard_backends
@@ -186,7 +186,7 @@ class SpeechService:
         )
 
     # --- roles ------------------------------------------------------------------------
-    def roles(self) -> dict[str, Voice]:
+    def roles(self) -> dict[RoleKey, Voice]:
         with self._lock:
             return dict(self.cast.voices)
 
@@ -219,7 +219,7 @@ class SpeechService:
         with self._lock:
             return self._update(role_key(role), changes)
 
-    def expire_roles(self) -> list[str]:
+    def expire_roles(self) -> list[RoleKey]:
         """Drop the client roles unused for longer than the idle time, with their weights
         and metric series (engine thread, about once a second)."""
         gone = self.client_roles.expire()
@@ -252,7 +252,7 @@ class SpeechService:
         label = role_key(name) if target else f"VOICE:{voice.backend.upper()}"
         return label, voice
 
-    def _update(self, key: str, changes: dict[str, Any]) -> Voice:
+    def _update(self, key: RoleKey, changes: dict[str, Any]) -> Voice:
         if "voice_id" in changes:
             voice = _as_voice(self.check_voice(str(changes["voice_id"])))
             changes = {**changes, "backend": voice.backend, "voice_id": voice.voice_id}
@@ -549,6 +549,6 @@ def cancel(futures: Iterable[Future[Mono]]) -> None:
         f.cancel()
 
 
-def role_key(role: str) -> str:
+def role_key(role: str) -> RoleKey:
     """The cast's key for a role name as a client spells it (as the importers key it)."""
     return normalise_role(role)

@@ -6,6 +6,7 @@ import contextlib
 import logging
 import math
 import time
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -122,7 +123,7 @@ class Telemetry:
                 log.warning("anomaly: trace %s stage %s took %.0f ms (baseline p99 %.0f ms, role %s)",
                             req.id, stage, ms, a.baseline_p99_ms, req.role)  # fmt: skip
 
-    def forget_roles(self, roles: list[str]) -> None:
+    def forget_roles(self, roles: Sequence[str]) -> None:
         """Drop the series of roles that no longer exist (bounded /metrics)."""
         classes = [k.name.lower() for k in RequestClass]
         for role in roles:

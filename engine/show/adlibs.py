@@ -15,7 +15,7 @@ from engine.audio_io.ring import MixRing
 from engine.audio_io.splice import splice
 from engine.cast import Cast
 from engine.core.errors import TroupeError
-from engine.core.types import Cue, Voice
+from engine.core.types import Cue, RoleKey, Voice
 from engine.mixer import Clip, Mixer, soft_limit
 from engine.scheduler import Request, RequestClass, Scheduler, State
 from engine.show.tracks import SR, Changes, CueState, CueTrack, ShowStats
@@ -73,7 +73,7 @@ class Adlibs:
             raise TroupeError(f"cue {cue_index + 1} is not an ad-lib")
         return self.tracks[k]
 
-    def speak(self, role: str, text: str, voice: Voice | None = None) -> Request:
+    def speak(self, role: RoleKey, text: str, voice: Voice | None = None) -> Request:
         """Queue an ad-lib: it is spliced in as soon as it is voiced."""
         show = self.show
         voice = voice or show.cast[role]

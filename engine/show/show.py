@@ -23,7 +23,7 @@ from engine.audio_io.splice import remix
 from engine.cast import Cast
 from engine.core.clock import Clock, monotonic
 from engine.core.errors import QueueFull, TroupeError
-from engine.core.types import Script, Voice
+from engine.core.types import RoleKey, Script, Voice
 from engine.mixer import Clip, MixControls, Mixer, Pacing
 from engine.mixer.levelling import RoleLeveller, speech_level_db
 from engine.scheduler import Request, RequestClass, Scheduler, State
@@ -525,7 +525,7 @@ class Show:
             self._apply_transport()
 
     # --- director commands (engine thread) -------------------------------------------
-    def adlib(self, role: str, text: str, voice: Voice | None = None) -> Request:
+    def adlib(self, role: RoleKey, text: str, voice: Voice | None = None) -> Request:
         """Speak `text` as `role` as soon as possible, over whatever is playing."""
         return self.adlibs.speak(role, text, voice)
 
@@ -557,7 +557,7 @@ class Show:
         if keep_start is not None:
             t.next_chunk_frame = round(keep_start * SR)
 
-    def recast(self, role: str, **changes: object) -> Voice:
+    def recast(self, role: RoleKey, **changes: object) -> Voice:
         """Change a role's voice live: its lines not yet played are re-taken."""
         old = self.cast[role]
         voice = self.cast.set(role, **changes)
