@@ -174,23 +174,14 @@ class Cast:
                 self.voices[role.name] = voice
                 taken.add(voice.voice_id)
 
-    def key(self, role: str) -> RoleKey:
-        """`role`'s key in this cast: 'Iris (V.O.)' is IRIS, one key per role. A key the
-        cast holds is its own key, even where `normalise_role` would change it again
-        ('>> @Bob^ (V.O.):' is keyed BOB^, which normalises to BOB)."""
-        key = normalise_role(role)
-        if key != role and role in self.voices:
-            return next(k for k in self.voices if k == role)
-        return key
-
     def __getitem__(self, role: str) -> Voice:
-        key = self.key(role)
+        key = normalise_role(role)
         if key not in self.voices:
             self.fill([Role(key, key)])
         return self.voices[key]
 
     def set(self, role: str, **changes: Any) -> Voice:
-        key = self.key(role)
+        key = normalise_role(role)
         voice = validate_voice(replace(self[key], **changes), f"role {key}")
         self.voices[key] = voice
         return voice

@@ -203,8 +203,15 @@ def clean_label(label: str) -> str:
 def normalise_role(name: str) -> RoleKey:
     """The one key that makes 'Brick', 'BRICK', 'BRICK (CONT'D)', '@Brick^', '[BRICK]',
     'Brick:' and '>> BRICK:' one role: upper case, markers and extensions dropped.
-    The only maker of a `RoleKey`; idempotent (a key normalises to itself)."""
-    return RoleKey(" ".join(clean_label(name).split()).upper())
+    The only maker of a `RoleKey`; idempotent (a key normalises to itself): markers are
+    taken off until none is left ('>> >> BOB', '[[BOB]]' and '@Bob^ (V.O.)' are BOB)."""
+    key = name
+    for _ in range(8):  # NB: each pass only takes off; upper() may lengthen once ('ß' -> 'SS')
+        again = " ".join(clean_label(key).split()).upper()
+        if again == key:
+            break
+        key = again
+    return RoleKey(key)
 
 
 def gender_hint(name: str) -> str | None:
