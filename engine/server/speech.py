@@ -334,7 +334,7 @@ class SpeechService:
                     parts += [(c, prosodic, gain) for c in split_chunks(part.text) or [part.text]]
         else:
             parts = [(c, voice, 0.0) for c in split_chunks(text) or [text]]
-        give_up = self.settings.give_up_s if self.scheduler.policy.name != "fifo" else math.inf
+        give_up = self._give_up_s()
         pending: list[Pending] = []
         for k, piece in enumerate(parts):
             if isinstance(piece, float):
@@ -351,6 +351,10 @@ class SpeechService:
         """Queue `text` for `role` (in its cast voice, or `voice`), every chunk now, chunk k
         due k+1 budgets from now; all or nothing."""
         return queue_all(self.plan(role, text, speed, klass, voice), self.clock(), self.settings.budget_s)
+
+    def _give_up_s(self) -> float:
+        """How long past its deadline a client's chunk may still be voiced (FIFO: no limit)."""
+        return self.settings.give_up_s if self.scheduler.policy.name != "fifo" else math.inf
 
     def _queue_stretched(self, role: str, chunk: str, voice: Voice, klass: RequestClass, deadline_s: float,
                          *, k: int, n_chunks: int, give_up_s: float, gain_db: float,
@@ -391,7 +395,7 @@ class SpeechService:
                      n_chunks: int) -> Future[Mono]:  # fmt: skip
         """Queue one chunk of a line on its own, due one budget from now (a line whose next
         chunk waits on how the last one came out: the slotted stream)."""
-        give_up = self.settings.give_up_s if self.scheduler.policy.name != "fifo" else math.inf
+        give_up = self._give_up_s()
         deadline = self.clock() + self.settings.budget_s
         return self._queue(role, chunk, voice, klass, deadline, k, n_chunks, give_up)
 
