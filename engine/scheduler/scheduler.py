@@ -240,6 +240,11 @@ class Scheduler:
         return not self._inflight and self.pending_count == 0
 
     @property
+    def busy(self) -> bool:
+        """A batch is being voiced, or its results wait for the next tick to hand them on."""
+        return bool(self._inflight or self._completed)
+
+    @property
     def pending_count(self) -> int:
         return len(self.policy)
 

@@ -42,7 +42,7 @@ class Harness:
         """Tick until the scheduler has nothing in flight (waiting on it, not sleeping)."""
         for _ in range(1000):
             self.show.tick()
-            if not self.sched._inflight and not self.sched._completed:
+            if not self.sched.busy:
                 self.show.tick()
                 return
             self.sched.wake.wait(5)

@@ -67,7 +67,7 @@ def run_until_idle(s: Scheduler, limit: int = 1000) -> list[Request]:
     ended: list[Request] = []
     for _ in range(limit):
         ended += s.tick()
-        if not s.pending_count and not s._inflight and not s._completed:
+        if s.idle and not s.busy:
             return ended
         s.wake.wait(5)
     raise AssertionError("scheduler did not go idle")

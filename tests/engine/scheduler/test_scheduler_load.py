@@ -84,7 +84,7 @@ def test_cancel_withdraws_queued_and_drops_in_flight_audio(clock: ManualClock) -
     ended = []
     for _ in range(200):
         ended += s.tick()
-        if not s._inflight:
+        if not s.busy:
             break
         s.wake.wait(5)
     assert first.state is State.CANCELLED and first.audio is None and first not in ended

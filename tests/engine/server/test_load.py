@@ -59,7 +59,7 @@ def _cast_hero(url: str) -> None:
 
 def _idle(service: SpeechService) -> bool:
     s = service.scheduler
-    return s.pending_count == 0 and not s._inflight
+    return s.idle
 
 
 @pytest.mark.slow
