@@ -29,7 +29,7 @@ from engine.audio_io.ring import MixRing
 from engine.cast import Cast
 from engine.core.clock import Clock, monotonic
 from engine.core.errors import EngineBusy, TroupeError
-from engine.core.process import steady_heap
+from engine.core.memory import steady_heap
 from engine.core.types import Script
 from engine.metrics import AnomalyDetector, Rolling
 from engine.mixer import Pacing

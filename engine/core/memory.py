@@ -47,6 +47,21 @@ def keep_large_blocks_mapped() -> bool:
     return mallopt is not None and bool(mallopt(M_MMAP_THRESHOLD, AUDIO_MMAP_THRESHOLD))
 
 
+M_TRIM_THRESHOLD = -1
+
+
+@functools.cache
+def steady_heap() -> bool:
+    """Keep a long show's memory from creeping: audio buffers of a few hundred kB are
+    allocated and freed all show long; with the threshold fixed (`keep_large_blocks_mapped`)
+    each stays in its own mapping, returned when freed, and the heap's free top goes back
+    to the system from the same size. False where the C library has no mallopt."""
+    mallopt = _libc("mallopt", (ctypes.c_int, ctypes.c_int))
+    if mallopt is None or not keep_large_blocks_mapped():
+        return False
+    return bool(mallopt(M_TRIM_THRESHOLD, AUDIO_MMAP_THRESHOLD))
+
+
 M_ARENA_MAX = -8
 MODEL_MMAP_THRESHOLD = 1 << 20
 """A render's threshold: a voice model's working buffers (tens of MB a call) are mapped

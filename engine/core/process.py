@@ -9,8 +9,6 @@ import signal
 import sys
 
 _PR_SET_PDEATHSIG = 1
-_M_TRIM_THRESHOLD = -1
-_M_MMAP_THRESHOLD = -3
 
 
 def die_with_parent(parent_pid: int) -> None:
@@ -52,16 +50,3 @@ def start_resource_tracker() -> None:
         resource_tracker.ensure_running()
     finally:
         signal.signal(signal.SIGHUP, old)
-
-
-def steady_heap() -> None:
-    """Keep a long show's memory from creeping (Linux, glibc): audio buffers of a few hundred
-    kB are allocated and freed all show long; glibc's adaptive mmap threshold would move them
-    onto the heap, where freed space fragments instead of going back to the system. A fixed
-    threshold keeps each in its own mapping, returned when freed."""
-    if not sys.platform.startswith("linux"):
-        return
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None)
-        libc.mallopt(_M_MMAP_THRESHOLD, 128 * 1024)
-        libc.mallopt(_M_TRIM_THRESHOLD, 128 * 1024)

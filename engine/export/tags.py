@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from engine.core.timecode import format_vtt_time
 from engine.export.formats import AudioFormat, ExportError, ffmpeg_path
 
 COVER_TYPES = {b"\xff\xd8\xff": "image/jpeg", b"\x89PNG\r\n\x1a\n": "image/png"}
@@ -154,13 +155,6 @@ def _id3(path: Path, info: BookInfo, chapters: Sequence[Chapter], end_s: float, 
         tags.save(path, v2_version=4)
 
 
-def _clock(seconds: float) -> str:
-    ms = _ms(seconds)
-    h, rest = divmod(ms, 3_600_000)
-    m, rest = divmod(rest, 60_000)
-    return f"{h:02d}:{m:02d}:{rest / 1000:06.3f}"
-
-
 def _vorbis(path: Path, kind: str, info: BookInfo, chapters: Sequence[Chapter]) -> None:
     import mutagen.flac
     import mutagen.oggopus
@@ -176,7 +170,7 @@ def _vorbis(path: Path, kind: str, info: BookInfo, chapters: Sequence[Chapter]) 
         if value:
             tags[key] = [value]
     for k, ch in enumerate(chapters, 1):  # the Ogg/Vorbis chapter convention players read
-        tags[f"CHAPTER{k:03d}"] = [_clock(ch.start_s)]
+        tags[f"CHAPTER{k:03d}"] = [format_vtt_time(max(0.0, ch.start_s))]
         tags[f"CHAPTER{k:03d}NAME"] = [ch.title]
     if info.cover_bytes:
         pic: Any = flac.Picture()

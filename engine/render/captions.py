@@ -9,12 +9,8 @@ from pathlib import Path
 
 import pysubs2
 
+from engine.core.timecode import format_srt_time, format_vtt_time
 from engine.render.result import LineTiming
-from engine.script.subtitles import format_srt_time
-
-
-def _vtt_time(t: float) -> str:
-    return format_srt_time(t).replace(",", ".")
 
 
 def _voiced(lines: Sequence[LineTiming]) -> list[LineTiming]:
@@ -38,9 +34,10 @@ def word_vtt(lines: Sequence[LineTiming]) -> str:
     out = ["WEBVTT", ""]
     for ln in _voiced(lines):
         end = ln.start_s + ln.duration_s
-        parts = [f"<{_vtt_time(ln.start_s + a)}>{_vtt_escape(t)}" for t, a, _ in ln.notes.words]
+        parts = [f"<{format_vtt_time(ln.start_s + a)}>{_vtt_escape(t)}" for t, a, _ in ln.notes.words]
         body = " ".join(parts) if parts else _vtt_escape(ln.text)
-        out += [f"{_vtt_time(ln.onset_s)} --> {_vtt_time(end)}", f"<v {_vtt_escape(ln.role)}>{body}", ""]
+        cue = f"{format_vtt_time(ln.onset_s)} --> {format_vtt_time(end)}"
+        out += [cue, f"<v {_vtt_escape(ln.role)}>{body}", ""]
     return "\n".join(out)
 
 

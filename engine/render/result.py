@@ -12,7 +12,7 @@ from engine.export.tags import Chapter
 
 if TYPE_CHECKING:
     from engine.export.compliance import Compliance
-from engine.script.subtitles import format_srt_time
+from engine.core.timecode import format_srt_time
 
 Progress = Callable[[float, str], None]
 """Called with (fraction done 0..1, what is happening)."""

@@ -30,6 +30,7 @@ import pysubs2
 from pysubs2.formats.microdvd import MICRODVD_LINE
 
 from engine.core.errors import NoDialogueStyle, ScriptError
+from engine.core.timecode import format_srt_time
 from engine.core.types import Script, StyleUse
 from engine.script.common import ScriptBuilder, normalise_role
 from engine.script.speakers import Turn, clean_text, read_cue, trusted_labels
@@ -91,12 +92,6 @@ class _Loaded:
     notes: list[tuple[str, int, str, str]] = field(default_factory=list)
     """(kind, line, message, reason) for the import report."""
     styles: list[StyleUse] = field(default_factory=list)
-
-
-def format_srt_time(t: float) -> str:
-    """Seconds as an SRT timestamp, HH:MM:SS,mmm."""
-    ms = round(t * 1000)
-    return f"{ms // 3_600_000:02d}:{ms // 60_000 % 60:02d}:{ms // 1000 % 60:02d},{ms % 1000:03d}"
 
 
 def _seconds(h: str | None, m: str, s: str, frac: str) -> float:

@@ -11,12 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.cast import Cast
+from engine.core.timecode import format_srt_time
 from engine.core.types import SAMPLE_RATE_HZ, Cue, Voice
 from engine.render import render_script
 from engine.render.fitting import FitOptions, Slot, fit_line, plan_slots, trim_tail
 from engine.render.listening import Listening
 from engine.script import load_script
-from engine.script.subtitles import format_srt_time
 from engine.synthesis.base import SynthRequest
 from engine.synthesis.espeak import EspeakSynthesizer
 
