@@ -30,7 +30,8 @@ TARGET = "first sound <= 15 s cold, <= 5 s with the take cache warm (2 cores); s
 THRESHOLD = 1e-3
 
 
-def one_run(cache: Path, seconds: float) -> dict[str, object]:
+def one_run(cache: Path, seconds: float, script: Path | None = None) -> dict[str, object]:
+    """One `main.py play` (of `script`, default the demo) to the first sound heard."""
     import jack
 
     client = jack.Client("troupe-first-sound", no_start_server=True)
@@ -45,7 +46,8 @@ def one_run(cache: Path, seconds: float) -> dict[str, object]:
     client.activate()
     env = {**os.environ, "TROUPE_TAKE_CACHE": str(cache)}
     t0 = time.monotonic()
-    proc = subprocess.Popen([sys.executable, str(ROOT / "main.py"), "play", "--device", "JACK",
+    what = [str(script)] if script is not None else []
+    proc = subprocess.Popen([sys.executable, str(ROOT / "main.py"), "play", *what, "--device", "JACK",
                              "--seconds", str(seconds)], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)  # fmt: skip
     connected: set[str] = set()
