@@ -52,7 +52,8 @@ def run(count: int, interval_s: float, audio_process: bool, device: str) -> dict
             t_next += interval_s
             time.sleep(max(0.0, t_next - time.monotonic()))
         reqs = [f.result(10) for f in futures]
-        underruns, xruns = troupe.engine.ring.underruns, troupe.engine.ring.xruns
+        stats = troupe.engine.ring.stats
+        underruns, xruns = stats.underruns, stats.xruns
     finally:
         troupe.close()
     done = [r for r in reqs if r.state is State.DONE and r.t_placed]

@@ -72,10 +72,11 @@ def run(mode: str, seconds: float, device: str) -> list[dict[str, float | str]]:
         reference.start()
     out.start()
     time.sleep(0.5)
-    u0, x0, c0 = ring.underruns, ring.xruns, ring.callbacks
+    stats = ring.stats
+    u0, x0, c0 = stats.underruns, stats.xruns, stats.callbacks
     rx0, rc0 = (reference.xruns, reference.callbacks) if reference else (0, 0)
     time.sleep(seconds)
-    underruns, xruns, callbacks = ring.underruns - u0, ring.xruns - x0, ring.callbacks - c0
+    underruns, xruns, callbacks = stats.underruns - u0, stats.xruns - x0, stats.callbacks - c0
     ref_row: dict[str, float | str] | None = None
     if reference is not None:
         ref_row = {"mode": "reference", "seconds": seconds, "callbacks": reference.callbacks - rc0,
@@ -86,7 +87,7 @@ def run(mode: str, seconds: float, device: str) -> list[dict[str, float | str]]:
     for th in threads:
         th.join(10)
     pool.close()
-    times = ring.callback_times_ns()[-callbacks:] if callbacks else np.zeros(1)
+    times = stats.callback_times_ns()[-callbacks:] if callbacks else np.zeros(1)
     ring.close()
     q = np.percentile(times, [50, 99, 99.9])
     row: dict[str, float | str] = {

@@ -62,7 +62,8 @@ def run_window(app: QApplication, seconds: float, mode: str, device: str,
     if reference is not None:
         reference.start()
     rx0, rc0 = (reference.xruns, reference.callbacks) if reference else (0, 0)
-    u0, x0, c0 = troupe.engine.ring.underruns, troupe.engine.ring.xruns, troupe.engine.ring.callbacks
+    stats = troupe.engine.ring.stats
+    u0, x0, c0 = stats.underruns, stats.xruns, stats.callbacks
     frames = 0
     t_end = time.monotonic() + seconds
     frame_ms, starts = [], []
@@ -77,8 +78,7 @@ def run_window(app: QApplication, seconds: float, mode: str, device: str,
         frames += 1
         next_frame = max(next_frame + 1 / 30, time.perf_counter() - 1 / 30)  # 30 Hz, no catch-up burst
         time.sleep(max(0.0, next_frame - time.perf_counter()))
-    ring = troupe.engine.ring
-    underruns, xruns, callbacks = ring.underruns - u0, ring.xruns - x0, ring.callbacks - c0
+    underruns, xruns, callbacks = stats.underruns - u0, stats.xruns - x0, stats.callbacks - c0
     rows: list[dict[str, object]] = []
     if reference is not None:
         rows.append({"mode": "reference", "seconds": seconds, "callbacks": reference.callbacks - rc0,

@@ -204,9 +204,8 @@ class Engine:
         self._last_history_t = now
         show = self.show
         if show is not None:
-            measure_levels(
-                show, self.ring, self.meters, self.ring.playing and self.guard.output is not None, now
-            )
+            heard = self.ring.controls.playing and self.guard.output is not None
+            measure_levels(show, self.ring, self.meters, heard, now)
         if show is not None and self.history.shape[0]:
             pr, work = self.scheduler.role_priorities(), self.scheduler.role_work()
             if now - self._last_lookahead_t >= LOOKAHEAD_EVERY_S:
@@ -260,7 +259,7 @@ class Engine:
         """Make `script` the show, cast as `cast`, with the director's `edits` (cue -> text)."""
         if self.show is not None:
             self.show.close()
-        self.ring.set_controls(playing=False, gain=self.ring.gain)
+        self.ring.controls.set(playing=False, gain=self.ring.controls.gain)
         self.ring.reset()
         self.script, self.cast, self.edits = script, cast, dict(edits)
         if edits:

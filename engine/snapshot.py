@@ -155,7 +155,7 @@ def build_snapshot(engine: SnapshotSource, version: int, block_frames: int) -> E
         return EngineSnapshot(version=version, output_open=output_open, output_lost=output_lost)
     shown = _in_show_order(show)
     cues = tuple(_cue_view(show, t) for t in shown)
-    times = engine.ring.callback_times_ns()[-512:]
+    times = engine.ring.stats.callback_times_ns()[-512:]
     block_ns = block_frames / SAMPLE_RATE_HZ * 1e9
     figures = Figures(
         adlib_p50_ms=engine.adlib_ms.percentile(50), adlib_p95_ms=engine.adlib_ms.percentile(95),
@@ -165,8 +165,8 @@ def build_snapshot(engine: SnapshotSource, version: int, block_frames: int) -> E
         rtf=engine.scheduler.backends["espeak"].measured_rtf,
         ring_fill_ms=engine.ring.fill_frames / SAMPLE_RATE_HZ * 1000,
         callback_load=float(np.median(times)) / block_ns if times.size else 0.0,
-        underruns=engine.ring.underruns, xruns=engine.ring.xruns,
-        callback_errors=engine.ring.callback_errors, queue_depth=engine.scheduler.pending_count,
+        underruns=engine.ring.stats.underruns, xruns=engine.ring.stats.xruns,
+        callback_errors=engine.ring.stats.callback_errors, queue_depth=engine.scheduler.pending_count,
         deadline_misses=show.stats.late, fallbacks=sum(t.fallback for t in show.tracks),
         anomalies=len(engine.anomalies.flagged),
     )  # fmt: skip
@@ -174,7 +174,7 @@ def build_snapshot(engine: SnapshotSource, version: int, block_frames: int) -> E
     points = tuple((t.start_s, t.late_ms, t.late_ms > 0) for t in heard if t.start_s is not None)
     return EngineSnapshot(
         version=version, title=engine.script.title, path=engine.script.path,
-        playing=engine.ring.playing and output_open, output_open=output_open,
+        playing=engine.ring.controls.playing and output_open, output_open=output_open,
         output_lost=output_lost,
         playhead_s=show.playhead_s, end_s=show.end_s, cues=cues, roles=tuple(engine.script.roles),
         voices={r: engine.cast[r] for r in engine.script.roles},

@@ -31,7 +31,7 @@ def render(outdata: NDArray[np.float32], ring: MixRing, state: RenderState) -> N
     """
     slots = ring._slots
     slots[_CALLBACKS] += 1
-    limit = ring.serve_requests()
+    limit = ring.consumer.serve_requests()
     if not state.playing or not slots[_PLAYING]:
         outdata.fill(0.0)
         return

@@ -99,40 +99,42 @@ class AudioOutput:
     def __init__(self, ring: MixRing, settings: OutputSettings = OutputSettings()) -> None:
         self.ring = ring
         self.settings = settings
-        self.state = RenderState(ring.playing, ring.gain)
-        self._control_seq = ring.control_seq
+        self._stats, self._clock = ring.stats, ring.clock  # bound once, for the callback
+        self.state = RenderState(ring.controls.playing, ring.controls.gain)
+        self._control_seq = ring.controls.seq
         self._stream: sd.OutputStream | None = None
-        self._watch = StallWatch(ring)
+        self._watch = StallWatch(ring.stats)
         self._detached = False
 
     def _callback(self, outdata: NDArray[np.float32], frames: int, t: Any, status: Any) -> None:
         t0 = time.perf_counter_ns()
-        ring = self.ring
+        ring, stats = self.ring, self._stats
         if self._detached:  # given up or closing: this stream no longer touches the ring
             outdata.fill(0.0)
             return
         try:
             if status.output_underflow:
-                ring.count_xrun()  # PortAudio says the device ran dry: an audible glitch
+                stats.count_xrun()  # PortAudio says the device ran dry: an audible glitch
             render(outdata, ring, self.state)
-            ring.stamp(t.outputBufferDacTime, t.currentTime, ring.read_pos)
-            ring.block_times_ns[ring.callbacks & (TIMING_SLOTS - 1)] = time.perf_counter_ns() - t0
+            self._clock.stamp(t.outputBufferDacTime, t.currentTime, ring.read_pos)
+            stats.block_times_ns[stats.callbacks & (TIMING_SLOTS - 1)] = time.perf_counter_ns() - t0
         except Exception:  # an exception would stop the stream: play silence and count it
             outdata.fill(0.0)
-            ring.count_callback_error()
+            stats.count_callback_error()
 
     def sync_controls(self) -> None:
         """Pick up pause/gain changes from the ring header (swap the snapshot if changed)."""
-        seq = self.ring.control_seq
+        controls = self.ring.controls
+        seq = controls.seq
         if seq != self._control_seq:
             self._control_seq = seq
-            self.state = RenderState(self.ring.playing, self.ring.gain)  # one reference store
+            self.state = RenderState(controls.playing, controls.gain)  # one reference store
 
     def start(self) -> None:
         s = self.settings
         try:
             device = resolve_device(s.device)
-            self.ring.set_consumer_attached(True)
+            self.ring.consumer.set_attached(True)
             self._stream = sd.OutputStream(
                 samplerate=s.sample_rate_hz,
                 blocksize=s.block_frames,
@@ -145,7 +147,7 @@ class AudioOutput:
             self._stream.start()
             self._watch.restart()
         except sd.PortAudioError as exc:
-            self.ring.set_consumer_attached(False)
+            self.ring.consumer.set_attached(False)
             raise AudioDeviceError(f"cannot open the audio output ({exc})") from exc
 
     def launch(self) -> None:
@@ -186,7 +188,7 @@ class AudioOutput:
 
         threading.Thread(target=close, name="troupe-stream-close", daemon=True).start()
         done.wait(5.0)
-        self.ring.set_consumer_attached(False)
+        self.ring.consumer.set_attached(False)
 
     def abandon(self) -> None:
         """Drop a stream whose device is gone without touching it (stopping or closing it
@@ -195,7 +197,7 @@ class AudioOutput:
         if self._stream is not None:
             _ABANDONED.append(self._stream)
             self._stream = None
-        self.ring.set_consumer_attached(False)
+        self.ring.consumer.set_attached(False)
 
 
 _ABANDONED: list[Any] = []
@@ -273,7 +275,7 @@ class AudioProcess:
             name="troupe-audio",
             daemon=True,
         )
-        self._watch = StallWatch(ring)
+        self._watch = StallWatch(ring.stats)
         self._started = False
 
     def launch(self) -> None:
@@ -347,7 +349,7 @@ class AudioProcess:
             self._proc.join(1.0)
         self._conn.close()
         if not self._proc.is_alive():
-            self.ring.set_consumer_attached(False)  # a killed child could not say so itself
+            self.ring.consumer.set_attached(False)  # a killed child could not say so itself
 
 
 def play_once(audio: NDArray[np.float32], settings: OutputSettings) -> None:

@@ -34,18 +34,18 @@ def _held(ring: MixRing, margin_frames: int, timeout_s: float) -> Iterator[int |
     """Hold the consumer `margin_frames` ahead of the read position; yields the first frame
     that may be rewritten, or None when the consumer did not acknowledge in `timeout_s`."""
     held = ring.read_pos + margin_frames
-    seq = ring.hold(held)
+    seq = ring.splice.hold(held)
     give_up = time.monotonic() + timeout_s
-    while not ring.held(seq):
+    while not ring.splice.held(seq):
         if time.monotonic() > give_up:
-            ring.release()
+            ring.splice.release()
             yield None
             return
         time.sleep(0.0002)
     try:
         yield max(held, ring.read_pos)  # NB: the consumer may have passed it before it saw the hold
     finally:
-        ring.release()
+        ring.splice.release()
 
 
 def splice(
@@ -68,7 +68,7 @@ def splice(
             mixed += audio[:n]
             if post is not None:
                 post(mixed)
-            ring.overwrite(start, mixed)
+            ring.splice.overwrite(start, mixed)
         return Spliced(start, n)
 
 
@@ -90,5 +90,5 @@ def remix(
         if n:
             out = np.empty((n, ring.channels), np.float32)
             render(start, out)
-            ring.overwrite(start, out)
+            ring.splice.overwrite(start, out)
         return Spliced(start, n)

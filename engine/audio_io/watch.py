@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections import deque
 
-from engine.audio_io.ring import MixRing
+from engine.audio_io.ring import RingStats
 
 STALL_S = 0.12
 """The least time without a callback that counts as stopped (a quiet machine)."""
@@ -27,15 +27,15 @@ GAP_WINDOW_S = 20.0
 class StallWatch:
     """Watches the ring's callback counter, which only a running stream advances."""
 
-    def __init__(self, ring: MixRing, stall_s: float = STALL_S) -> None:
-        self.ring = ring
+    def __init__(self, stats: RingStats, stall_s: float = STALL_S) -> None:
+        self.stats = stats
         self.min_stall_s = stall_s
         self._gaps: deque[tuple[float, float]] = deque()
         """(when, gap) of the longest gaps between callbacks seen in the last `GAP_WINDOW_S`."""
         self.restart()
 
     def restart(self) -> None:
-        self._count = self.ring.callbacks
+        self._count = self.stats.callbacks
         self._since = time.monotonic()
 
     @property
@@ -45,7 +45,7 @@ class StallWatch:
         return min(MAX_STALL_S, max(self.min_stall_s, GAP_FACTOR * longest))
 
     def stalled(self) -> bool:
-        count, now = self.ring.callbacks, time.monotonic()
+        count, now = self.stats.callbacks, time.monotonic()
         if count != self._count:
             self._note_gap(now, now - self._since)
             self._count, self._since = count, now

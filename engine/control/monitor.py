@@ -22,7 +22,7 @@ class Monitor:
 
     def callbacks(self) -> int:
         """Audio callbacks run so far (the output's own count, in the ring's header)."""
-        return self._engine.ring.callbacks
+        return self._engine.ring.stats.callbacks
 
     @property
     def engine_errors(self) -> int:

@@ -40,7 +40,7 @@ class Transport:
 
         def panic_() -> None:
             if engine.show is None:
-                engine.ring.set_controls(playing=False, gain=engine.ring.gain)
+                engine.ring.controls.set(playing=False, gain=engine.ring.controls.gain)
                 engine.ring.reset()
                 return
             engine.show.pause(True)

@@ -134,7 +134,7 @@ class Adlibs:
         if r is not None:
             r.t_placed = show.clock()
             # heard once the callback reaches the splice, plus the device latency
-            r.t_played = r.t_placed + max(0, start - ring.read_pos) / SR + ring.output_latency_s()
+            r.t_played = r.t_placed + max(0, start - ring.read_pos) / SR + ring.clock.output_latency_s()
         frame = start - show.origin
         if len(audio):  # whole, though the writer only takes what it has not written (the rest):
             show.mixer.add(Clip(frame, role, audio, cue_index))  # a re-mix of the queue keeps it

@@ -468,8 +468,9 @@ class Show:
 
     def _apply_transport(self) -> None:
         playing = self.running and not self.holding and not self.ended and self.preparing is None
-        if playing != self.ring.playing:
-            self.ring.set_controls(playing=playing, gain=self.ring.gain)
+        controls = self.ring.controls
+        if playing != controls.playing:
+            controls.set(playing=playing, gain=controls.gain)
 
     def pause(self, paused: bool = True) -> None:
         """Pause or play from where the clock is (Play after the end starts at the top)."""

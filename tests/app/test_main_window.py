@@ -108,7 +108,7 @@ def test_mute_and_solo_change_the_mix(qtbot, troupe: Troupe, make_window, tmp_pa
     assert w.open_script(script)
     qtbot.waitUntil(lambda: w.cast.roles == ("ANNA", "BORIS"))
     troupe.transport.play()
-    qtbot.waitUntil(lambda: troupe.engine.ring.playing)  # the callback plays only once the show does
+    qtbot.waitUntil(lambda: troupe.engine.ring.controls.playing)  # the callback plays only once the show does
     assert _rms(troupe, 2.0) > 1e-3
     w.cast.editor("ANNA", "mute").setChecked(True)  # type: ignore[attr-defined]
     qtbot.waitUntil(lambda: troupe.engine.cast["ANNA"].mute)

@@ -51,7 +51,7 @@ class Harness:
         start = len(self.played)
         for _ in range(round(seconds * SR / len(self.out))):
             self.settle()
-            render(self.out, self.ring, RenderState(self.ring.playing))  # pause holds the clock
+            render(self.out, self.ring, RenderState(self.ring.controls.playing))  # pause holds the clock
             self.played.append(self.out.copy())
         return np.concatenate(self.played[start:]) if self.played[start:] else np.zeros((0, 2))
 

@@ -89,8 +89,8 @@ class Slow:
         while time.monotonic() < end:
             self.show.tick()
             if time.monotonic() >= next_block:
-                render(self.out, self.ring, RenderState(self.ring.playing))
-                if self.ring.playing:
+                render(self.out, self.ring, RenderState(self.ring.controls.playing))
+                if self.ring.controls.playing:
                     self.heard.append(self.out.copy())
                 self.statuses.append(self.show.status)
                 next_block += len(self.out) / SR
@@ -118,7 +118,7 @@ def slow(testdata: Path) -> Iterator[Slow]:
 def test_play_waits_for_the_voices_and_the_opening_is_heard_in_them(slow: Slow) -> None:
     slow.show.pause(False)
     slow.show.tick()
-    assert slow.show.status == "preparing" and not slow.ring.playing
+    assert slow.show.status == "preparing" and not slow.ring.controls.playing
     slow.run(12.0)
     assert "preparing" in slow.statuses and slow.statuses[-1] in ("playing", "ended")
     first = slow.show.tracks[0]

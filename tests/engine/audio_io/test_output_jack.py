@@ -36,7 +36,7 @@ def _play(out: AudioOutput | AudioProcess, ring: MixRing, mix: np.ndarray) -> di
     (on a loaded machine the loop may look a few callbacks late)."""
     mix = np.concatenate([mix, np.zeros((RATE // 2, mix.shape[1]), np.float32)])
     written = ring.write(mix)
-    c0 = ring.callbacks
+    c0 = ring.stats.callbacks
     out.start()
     t0 = time.monotonic()
     deadline = t0 + 3 * len(mix) / RATE + 10
@@ -45,8 +45,8 @@ def _play(out: AudioOutput | AudioProcess, ring: MixRing, mix: np.ndarray) -> di
         out.sync_controls()
         time.sleep(0.002)
     wall = time.monotonic() - t0
-    underruns = ring.underruns  # before the stream runs dry at the end
-    callbacks = ring.callbacks - c0
+    underruns = ring.stats.underruns  # before the stream runs dry at the end
+    callbacks = ring.stats.callbacks - c0
     out.stop()
     return {"wall": wall, "callbacks": callbacks, "underruns": underruns, "written": written}
 
@@ -78,9 +78,9 @@ def test_callback_timing_and_stamps(jack_device: int) -> None:
     out = AudioOutput(ring, OutputSettings(device=jack_device, block_frames=BLOCK))
     try:
         _play(out, ring, _mix(1.0))
-        times = ring.callback_times_ns()
-        assert times.size == ring.callbacks > 100 and np.median(times) > 0
-        frame, dac, now = ring.last_stamp() or (0, 0.0, 0.0)
+        times = ring.stats.callback_times_ns()
+        assert times.size == ring.stats.callbacks > 100 and np.median(times) > 0
+        frame, dac, now = ring.clock.last_stamp() or (0, 0.0, 0.0)
         assert frame > 0 and dac >= now  # a frame is heard after its callback returns
     finally:
         ring.close()

@@ -41,7 +41,7 @@ def test_write_read_wraps_and_stays_contiguous(ring: MixRing) -> None:
         got.append(out.copy())
     played = np.concatenate(got)
     np.testing.assert_array_equal(played, sig[: len(played)])
-    assert ring.underruns == 0
+    assert ring.stats.underruns == 0
 
 
 def test_write_never_overwrites_unread(ring: MixRing) -> None:
@@ -65,7 +65,7 @@ def test_identical_output_at_any_block_size(block: int) -> None:
             got.append(out.copy())
         played = np.concatenate(got)[:9_000]
         np.testing.assert_array_equal(played, sig[:9_000])
-        assert ring.underruns == 0
+        assert ring.stats.underruns == 0
     finally:
         ring.close()
 
@@ -76,16 +76,16 @@ def test_underrun_fills_silence_and_counts(ring: MixRing) -> None:
     render(out, ring, RenderState())
     np.testing.assert_array_equal(out[:100], _signal(100))
     assert not out[100:].any()
-    assert ring.underruns == 1 and ring.underrun_frames == 156
+    assert ring.stats.underruns == 1 and ring.stats.underrun_frames == 156
     render(out, ring, RenderState())
-    assert not out.any() and ring.underruns == 2
+    assert not out.any() and ring.stats.underruns == 2
 
 
 def test_paused_plays_silence_without_consuming(ring: MixRing) -> None:
     ring.write(_signal(1000))
     out = np.ones((256, 2), np.float32)
     render(out, ring, RenderState(playing=False))
-    assert not out.any() and ring.read_pos == 0 and ring.underruns == 0
+    assert not out.any() and ring.read_pos == 0 and ring.stats.underruns == 0
     render(out, ring, RenderState(gain=0.5))
     np.testing.assert_allclose(out, _signal(256) * 0.5)
 
@@ -112,7 +112,7 @@ def test_render_does_not_allocate(ring: MixRing) -> None:
     growth = after - before
     stats = snap1.compare_to(snap0, "lineno")
     assert growth < 1024, [str(s) for s in stats[:5]]
-    assert ring.underruns > 4000
+    assert ring.stats.underruns > 4000
 
 
 def _child_reads(name: str, q: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
@@ -139,7 +139,7 @@ def test_ring_shared_across_processes(ring: MixRing) -> None:
 
 
 def test_stamp_maps_frames_to_time(ring: MixRing) -> None:
-    assert ring.last_stamp() is None
-    ring.stamp(10.5, 10.49, 4800)
-    assert ring.last_stamp() == (4800, 10.5, 10.49)
-    assert ring.output_latency_s() == pytest.approx(0.01)
+    assert ring.clock.last_stamp() is None
+    ring.clock.stamp(10.5, 10.49, 4800)
+    assert ring.clock.last_stamp() == (4800, 10.5, 10.49)
+    assert ring.clock.output_latency_s() == pytest.approx(0.01)

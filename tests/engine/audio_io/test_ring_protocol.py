@@ -28,7 +28,7 @@ def _numbered(start: int, n: int) -> np.ndarray:
 @pytest.fixture
 def ring():  # type: ignore[no-untyped-def]
     r = MixRing(1 << 12)
-    r.set_consumer_attached(True)
+    r.consumer.set_attached(True)
     yield r
     r.close()
 
@@ -43,7 +43,7 @@ def test_reset_waits_for_the_consumer_and_never_runs_the_fill_negative(ring: Mix
     ring.write(_numbered(5000, 300))
     render(out, ring, PLAY)  # the next callback serves the reset, then reads the new frames
     np.testing.assert_array_equal(out[:, 0], np.arange(5000, 5100, dtype=np.float32))
-    assert ring.read_pos == 1100 and ring.fill_frames == 200 and ring.underruns == 0
+    assert ring.read_pos == 1100 and ring.fill_frames == 200 and ring.stats.underruns == 0
 
 
 def test_a_reset_while_paused_is_served_too(ring: MixRing) -> None:
@@ -74,14 +74,14 @@ def test_frames_a_callback_may_still_read_are_not_overwritten(ring: MixRing) -> 
 def _splice(ring: MixRing, start: int, add: np.ndarray, consume: object) -> int:
     """The producer's side of a splice: hold, wait for the acknowledgement (here by running
     the consumer), then add `add` from max(start, read position) and release."""
-    seq = ring.hold(start)
-    while not ring.held(seq):
+    seq = ring.splice.hold(start)
+    while not ring.splice.held(seq):
         consume()  # type: ignore[operator]
     at = max(start, ring.read_pos)
     n = max(0, min(len(add), ring.write_pos - at))
     if n:
-        ring.overwrite(at, ring.frames_at(at, n) + add[:n])
-    ring.release()
+        ring.splice.overwrite(at, ring.frames_at(at, n) + add[:n])
+    ring.splice.release()
     return at
 
 
@@ -90,7 +90,7 @@ def _splice(ring: MixRing, start: int, add: np.ndarray, consume: object) -> int:
        margin=st.integers(0, 1500), length=st.integers(1, 2000))  # fmt: skip
 def test_splice_is_heard_whole_at_any_block_size(block: int, margin: int, length: int) -> None:
     ring = MixRing(1 << 14)
-    ring.set_consumer_attached(True)
+    ring.consumer.set_attached(True)
     try:
         written = 0
         out = np.zeros((block, 2), np.float32)
@@ -111,7 +111,7 @@ def test_splice_is_heard_whole_at_any_block_size(block: int, margin: int, length
         got = np.concatenate(heard)[:, 0]
         expected = np.arange(len(got), dtype=np.float32)
         expected[at : at + spliced] += 0.5
-        assert ring.underruns == 0 and spliced == length
+        assert ring.stats.underruns == 0 and spliced == length
         np.testing.assert_array_equal(got, expected)  # nothing lost or doubled; the splice whole
     finally:
         ring.close()
@@ -121,7 +121,7 @@ def test_splice_is_heard_whole_at_any_block_size(block: int, margin: int, length
 def test_splice_with_a_concurrent_consumer_is_never_torn() -> None:
     """A consumer thread keeps reading while the producer splices 200 times."""
     ring = MixRing(1 << 14)
-    ring.set_consumer_attached(True)
+    ring.consumer.set_attached(True)
     stop = threading.Event()
     heard: list[np.ndarray] = []
     block = np.zeros((65, 2), np.float32)
@@ -148,7 +148,7 @@ def test_splice_with_a_concurrent_consumer_is_never_torn() -> None:
         stop.set()
         th.join()
     got = np.concatenate(heard)
-    n = ring.read_pos - ring.underrun_frames  # frames actually read (underruns are zeros)
+    n = ring.read_pos - ring.stats.underrun_frames  # frames actually read (underruns are zeros)
     frames = got[np.any(got != 0, axis=1) | (np.arange(len(got)) == 0)][:, 0]
     assert len(frames) >= n - 1
     base = np.floor(frames)

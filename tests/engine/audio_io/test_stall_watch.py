@@ -8,11 +8,11 @@ import time
 from engine.audio_io.watch import MAX_STALL_S, STALL_S, StallWatch
 
 
-class FakeRing:
+class FakeStats:
     callbacks = 0
 
 
-def _run(watch: StallWatch, ring: FakeRing, gaps_s: list[float]) -> bool:
+def _run(watch: StallWatch, stats: FakeStats, gaps_s: list[float]) -> bool:
     """Callbacks `gaps_s` apart; True if any wait between them read as stopped."""
     stalled = False
     for gap in gaps_s:
@@ -20,15 +20,15 @@ def _run(watch: StallWatch, ring: FakeRing, gaps_s: list[float]) -> bool:
         while time.monotonic() < end:
             stalled |= watch.stalled()
             time.sleep(0.005)
-        ring.callbacks += 1
+        stats.callbacks += 1
         watch.stalled()
     return stalled
 
 
 def test_a_quiet_device_uses_the_short_threshold_and_a_stop_is_noticed() -> None:
-    ring = FakeRing()
-    watch = StallWatch(ring)  # type: ignore[arg-type]
-    assert not _run(watch, ring, [0.005] * 20)
+    stats = FakeStats()
+    watch = StallWatch(stats)  # type: ignore[arg-type]
+    assert not _run(watch, stats, [0.005] * 20)
     assert watch.stall_s == STALL_S
     t0 = time.monotonic()
     while not watch.stalled():
@@ -37,12 +37,12 @@ def test_a_quiet_device_uses_the_short_threshold_and_a_stop_is_noticed() -> None
 
 
 def test_bursty_callbacks_under_load_raise_the_threshold_but_not_past_half_a_second() -> None:
-    ring = FakeRing()
-    watch = StallWatch(ring)  # type: ignore[arg-type]
-    _run(watch, ring, [0.005, 0.09, 0.005])  # one long gap: the machine is loaded
+    stats = FakeStats()
+    watch = StallWatch(stats)  # type: ignore[arg-type]
+    _run(watch, stats, [0.005, 0.09, 0.005])  # one long gap: the machine is loaded
     assert watch.stall_s > 0.25
-    assert not _run(watch, ring, [0.1, 0.005, 0.11, 0.005])  # more of the same: not lost
-    _run(watch, ring, [0.4])
+    assert not _run(watch, stats, [0.1, 0.005, 0.11, 0.005])  # more of the same: not lost
+    _run(watch, stats, [0.4])
     assert watch.stall_s == MAX_STALL_S  # never longer: a real loss still shows within 0.5 s
     t0 = time.monotonic()
     while not watch.stalled():
