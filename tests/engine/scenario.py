@@ -211,7 +211,7 @@ class Stage:
     def listen(self, seconds: float) -> None:
         for _ in range(max(0, round(seconds * SR / BLOCK))):
             self.settle()
-            render(self._out, self.ring, RenderState(self.ring.playing))
+            render(self._out, self.ring, RenderState(self.ring.controls.playing))
             self._played.append(self._out.copy())
 
     def command(self, name: str, *args: object) -> None:
