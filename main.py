@@ -253,14 +253,26 @@ def _stop_on_signals() -> None:
 
 
 def _print_messages(monitor) -> None:  # type: ignore[no-untyped-def]
-    """The banner's messages (a lost device and its return, failed lines) on stderr."""
+    """The banner's messages (a lost device and its return, failed lines) on stderr; a run
+    of the same message (numbers aside) once, with how many more there were."""
     import queue
 
+    from engine.core.errors import message_shape
+
+    runs: list[list] = []  # [message, shape, how many]
     while True:
         try:
-            print(f"troupe: {monitor.messages.get_nowait()}", file=sys.stderr, flush=True)
+            text = monitor.messages.get_nowait()
         except queue.Empty:
-            return
+            break
+        shape = message_shape(text)
+        if runs and runs[-1][1] == shape:
+            runs[-1][2] += 1
+        else:
+            runs.append([text, shape, 1])
+    for text, _, n in runs:
+        more = f" ({n - 1:,} more like it)" if n > 1 else ""
+        print(f"troupe: {text}{more}", file=sys.stderr, flush=True)
 
 
 def cmd_play(args: argparse.Namespace) -> int:

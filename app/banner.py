@@ -10,6 +10,8 @@ from collections.abc import Callable
 from PySide6.QtCore import QEvent, QObject, QTimer
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
 
+from engine.core.errors import message_shape
+
 SHOW_MS = 15_000
 STYLES = {
     "error": "#banner { background: #7f1d1d; border-radius: 4px; } QLabel { color: white; }",
@@ -26,11 +28,6 @@ def kind_of(text: str) -> str:
     if RECOVERED.search(text):
         return "success"
     return "notice" if RECOVERING.search(text) else "error"
-
-
-def _shape(text: str) -> str:
-    """A message with its numbers taken out: the same message about another cue or time."""
-    return re.sub(r"\d+(?:[.,]\d+)?", "#", text)
 
 
 class Banner(QFrame):
@@ -95,7 +92,7 @@ class Banner(QFrame):
         if kind != self.kind:
             self.kind = kind
             self.setStyleSheet(STYLES[kind])
-        same = self.isVisible() and _shape(text) == _shape(self._shown)
+        same = self.isVisible() and message_shape(text) == message_shape(self._shown)
         self.repeats = self.repeats + 1 if same else 1
         self._shown = text
         self.label.setText(text if self.repeats == 1 else f"{text}  (×{self.repeats})")

@@ -16,16 +16,20 @@ audio already queued, 15 ms ahead of the listener.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import random
 import time
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 
 import numpy as np
-from _common import ROOT, save, table
+from _common import RESULTS, ROOT, save, table
 
 from engine.audio_io.capture import Recorder
 from engine.audio_io.output import OutputSettings
 from engine.control import EngineSettings, Troupe
+from engine.core.errors import TroupeError
 from engine.scheduler import Request, State
 
 DEMO = ROOT / "assets" / "demo" / "the_last_broadcast.fountain"
@@ -47,11 +51,16 @@ def run(count: int, interval_s: float, audio_process: bool, device: str) -> dict
         time.sleep(1.0)  # the show is under way: its lines are queued and playing
         futures: list[Future[Request]] = []
         t_next = time.monotonic()
+        refused = 0
         for _ in range(count):
-            futures.append(troupe.lines.adlib(rng.choice(roles), rng.choice(LINES)))
+            try:
+                futures.append(troupe.lines.adlib(rng.choice(roles), rng.choice(LINES)))
+            except TroupeError:
+                refused += 1
             t_next += interval_s
             time.sleep(max(0.0, t_next - time.monotonic()))
-        reqs = [f.result(10) for f in futures]
+        reqs, later = _outcomes(futures)
+        refused += later
         stats = troupe.engine.ring.stats
         underruns, xruns = stats.underruns, stats.xruns
     finally:
@@ -63,6 +72,7 @@ def run(count: int, interval_s: float, audio_process: bool, device: str) -> dict
         "mode": "default" if audio_process else "in_process",
         "adlibs": count,
         "placed": len(done),
+        "refused": refused,
         "ring_p50_ms": float(np.percentile(ring_ms, 50)),
         "ring_p95_ms": float(np.percentile(ring_ms, 95)),
         "ring_max_ms": float(ring_ms.max()),
@@ -71,6 +81,54 @@ def run(count: int, interval_s: float, audio_process: bool, device: str) -> dict
         "ring_underruns": underruns,
         "xruns": xruns,
     }
+
+
+def _outcomes(futures: list[Future[Request]]) -> tuple[list[Request], int]:
+    """The ad-libs spoken, and how many were refused (more ad-lib speech waiting than
+    `ADLIB_AHEAD_S`: engine/show/adlibs.py)."""
+    reqs, refused = [], 0
+    for f in futures:
+        try:
+            reqs.append(f.result(10))
+        except TroupeError:
+            refused += 1
+    return reqs, refused
+
+
+def flood(count: int, device: str, seconds: float = 25.0) -> dict[str, float | str | int]:
+    """`count` ad-libs typed at once into the playing demo, nothing else running: how many
+    are queued and refused, how long the engine takes to answer them all, and the show's
+    underruns over the next `seconds`."""
+    troupe = Troupe(EngineSettings(output=OutputSettings(device=device)))
+    rng = random.Random(5)
+    try:
+        roles = list(troupe.projects.load(DEMO).result(60).roles)
+        troupe.output.open().result(60)
+        troupe.transport.play()
+        time.sleep(1.0)
+        stats = troupe.engine.ring.stats
+        before = stats.underruns
+        t0 = time.monotonic()
+        futures, at_once = [], 0
+        for _ in range(count):
+            try:
+                futures.append(troupe.lines.adlib(rng.choice(roles), rng.choice(LINES)))
+            except TroupeError:
+                at_once += 1  # refused without a turn of the engine thread
+        for f in futures:
+            with contextlib.suppress(TroupeError, FutureTimeout):
+                f.exception(120)  # answered: placed, or refused
+        answered_s = time.monotonic() - t0
+        time.sleep(max(0.0, seconds - answered_s))
+        underruns = stats.underruns - before
+        reqs, refused = _outcomes(futures)
+        refused += at_once
+        late = troupe.monitor.snapshot().figures.deadline_misses
+    finally:
+        troupe.close()
+    return {"adlibs": count, "placed": sum(r.state is State.DONE for r in reqs), "refused": refused,
+            "answered_s": round(answered_s, 2), "seconds": seconds, "underruns": underruns,
+            "late_lines": late}  # fmt: skip
 
 
 def run_recorded(count: int, device: str) -> dict[str, float | str | int]:
@@ -108,6 +166,12 @@ def run_recorded(count: int, device: str) -> dict[str, float | str | int]:
             "estimated_p95_ms": float(np.percentile(estimated_ms, 95)) if estimated_ms else nan}  # fmt: skip
 
 
+def _kept() -> dict[str, object]:
+    """The saved results (a flood run and a latency run each keep the other's)."""
+    path = RESULTS / "bench_adlib.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--count", type=int, default=200)
@@ -117,7 +181,15 @@ def main() -> None:
     ap.add_argument("--recorded-count", type=int, default=40)
     ap.add_argument("--no-recording", action="store_true", help="skip the recorded check")
     ap.add_argument("--default-only", action="store_true", help="only the default (audio-process) mode")
+    ap.add_argument("--flood", type=int, default=0, help="only the flood: this many ad-libs at once")
     args = ap.parse_args()
+    if args.flood:
+        rows = [flood(args.flood, args.device) for _ in range(args.repeats)]
+        print(table(rows, list(rows[0])))
+        print("target: underruns 0 with the flood alone on the machine")
+        kept = _kept()
+        print(f"wrote {save('bench_adlib', {**kept, 'flood': rows})}")
+        return
     modes = [True] if args.default_only else [True, False]
     rows = [run(args.count, args.interval_ms / 1000, m, args.device)
             for _ in range(args.repeats) for m in modes]  # fmt: skip
@@ -136,7 +208,9 @@ def main() -> None:
         print(table(recorded, ["mode", "adlibs", "heard", "recorded_p50_ms", "recorded_p95_ms",
                                "recorded_max_ms", "estimated_p95_ms"]))  # fmt: skip
         print("recorded: from the call to the first sample over -40 dBFS on the recorded JACK port")
-    data = {"rows": rows, "recorded": recorded, "interval_ms": args.interval_ms}
+    kept = _kept()
+    data = {"rows": rows, "recorded": recorded, "interval_ms": args.interval_ms,
+            "flood": kept.get("flood", [])}  # fmt: skip
     print(f"wrote {save('bench_adlib', data)}")
 
 

@@ -47,6 +47,11 @@ from engine.snapshot import HISTORY_COLUMNS, EngineSnapshot, build_snapshot, mea
 from engine.synthesis.base import VoiceInfo
 from engine.synthesis.kokoro import warm_up_in_background
 
+COMMANDS_TURN_S = 0.02
+"""How long one engine turn runs queued commands before it ticks the show: a burst of
+commands (10,000 ad-libs typed by a script) is spread over turns, so the ring is filled
+between them and never runs dry while they are answered."""
+
 log = logging.getLogger("troupe.engine")
 LOOKAHEAD_EVERY_S = 0.25
 """How often the heatmap's look-ahead is worked out (a walk over the coming lines)."""
@@ -142,9 +147,13 @@ class Engine:
             self._wake.clear()
 
     def _turn(self) -> None:
+        t_end = self.clock() + COMMANDS_TURN_S
         try:
             while True:
                 self._commands.get_nowait()()
+                if self.clock() > t_end:  # the rest after this turn's tick: audio first
+                    self._wake.set()
+                    break
         except queue.Empty:
             pass
         if self.show is not None:

@@ -9,6 +9,7 @@ from engine.scheduler import Request
 from engine.script.common import normalise_role
 from engine.script.limits import MAX_LINE_CHARS
 from engine.service import Engine
+from engine.show.adlibs import ADLIB_AHEAD_S, refusal
 
 MAX_ADLIB_CHARS = 2000
 
@@ -37,7 +38,8 @@ class Lines:
 
     def adlib(self, role: str, text: str) -> Future[Request]:
         """Speak a typed line as `role` as soon as possible; the future resolves to the
-        request once it is placed in the mix (or has failed)."""
+        request once it is placed in the mix (or has failed). Refused at once (a
+        `TroupeError`) while the ad-libs before it are more than the show takes at a time."""
         text = text.strip()
         if not text:
             raise TroupeError("an ad-lib needs some text")
@@ -46,6 +48,9 @@ class Lines:
         engine = self._engine
         result: Future[Request] = Future()
         t0 = engine.clock()
+        show = engine.show  # NB: one reference read; the engine thread checks again
+        if show is not None and t0 < show.adlibs.refused_until:
+            raise TroupeError(refusal(show.adlibs.refused_until - t0 + ADLIB_AHEAD_S))
 
         def finished(req: Request) -> None:
             if req.t_placed:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 
@@ -58,3 +59,9 @@ class AudioDeviceError(TroupeError):
 
 class EngineBusy(TroupeError):
     """The engine thread did not answer a command in time."""
+
+
+def message_shape(text: str) -> str:
+    """A message with its numbers taken out: the same message about another cue, time or
+    count (a flood of one refusal is shown once, with a count)."""
+    return re.sub(r"\d+(?:[.,]\d+)?", "#", text)

@@ -25,8 +25,27 @@ KEEPABLE = 16
 director can still keep one in the show."""
 
 
+ADLIB_AHEAD_S = 3.0
+"""The most ad-lib speech that may be waiting when another is typed: the voicing time of the
+ad-libs queued (at the voice's measured speed) and their spoken length, and what is left to
+hear of those already spliced in. An ad-lib is for now: one typed behind more than this
+would be heard late, over a pile of others, and a flood would take the voice from the
+show's lines; so it is refused, not queued (the message is the same each time, numbers
+aside, so the window's banner counts a flood of refusals in one line)."""
+
+
 PREVIEW_ROLE = "(preview)"
 """The role a voice preview is voiced and mixed as (centre, unity gain)."""
+
+
+def refusal(ahead_s: float) -> str:
+    """Why an ad-lib was not spoken, with the ad-lib speech ahead of it."""
+    return (f"ad-lib not spoken: the ad-libs before it still take {ahead_s:.1f} s to voice and hear "
+            f"(at most {ADLIB_AHEAD_S:g} s); say it again when they are heard")  # fmt: skip
+
+
+_AHEAD = (CueState.QUEUED, CueState.READY, CueState.PLAYING)
+"""An ad-lib's states until it has been heard."""
 
 
 class Stage(Protocol):
@@ -66,6 +85,12 @@ class Adlibs:
         """How far ahead of the listener an ad-lib is spliced in: at least one callback's
         frames plus the time to mix it, or the callback meets the held frame (an underrun)."""
         self.tracks: list[CueTrack] = []
+        self._waiting: list[CueTrack] = []
+        """The ad-libs not yet heard to their end (and some that are, until `backlog_s`)."""
+        self.refused_until = 0.0
+        """Until when (the show's clock) another ad-lib will be refused, as of the last one
+        queued: a caller may refuse one sooner than that without asking the engine thread
+        (a flood of ad-libs from a script is then answered without taking its turns)."""
 
     def get(self, cue_index: int) -> CueTrack:
         k = cue_index - len(self.show.tracks)
@@ -76,6 +101,9 @@ class Adlibs:
     def speak(self, role: RoleKey, text: str, voice: Voice | None = None) -> Request:
         """Queue an ad-lib: it is spliced in as soon as it is voiced."""
         show = self.show
+        ahead = self.backlog_s()
+        if ahead > ADLIB_AHEAD_S:
+            raise TroupeError(refusal(ahead))
         voice = voice or show.cast[role]
         index = len(show.tracks) + len(self.tracks)
         t = CueTrack(Cue(index, role, text, self._scene_now(), 0, ("ad-lib",)), [text], voice.rate_wpm,
@@ -85,8 +113,28 @@ class Adlibs:
         t.audio, t.requests, t.state = [None], [r], CueState.QUEUED
         show.scheduler.submit(r, timeout_s=0.0)  # QueueFull at once: the engine thread never waits
         self.tracks.append(t)
+        self._waiting.append(t)
         show.stats.adlibs.append(r)
+        self.refused_until = show.clock() + max(0.0, self.backlog_s() - ADLIB_AHEAD_S)
         return r
+
+    def backlog_s(self) -> float:
+        """The ad-lib speech still ahead of the listener: for each ad-lib not yet voiced, the
+        voice's estimated time for it and its spoken length; for each spliced in, what is
+        left of it after the playhead."""
+        head = self.show.playhead_s
+        self._waiting = [t for t in self._waiting if not t.deleted and t.state in _AHEAD
+                         and (t.start_s is None or t.start_s + t.est_duration_s > head)]  # fmt: skip
+        backends = self.show.scheduler.backends
+        ahead = 0.0
+        for t in self._waiting:
+            r = t.requests[0] if t.requests else None
+            if t.start_s is not None:
+                ahead += t.start_s + t.est_duration_s - head
+            elif r is not None:
+                backend = backends.get(r.backend)
+                ahead += (backend.cost_s(r) if backend is not None else 0.0) + r.est_audio_s
+        return ahead
 
     def _scene_now(self) -> int:
         head = self.show.playhead_s

@@ -11,6 +11,8 @@ import pytest
 from show_harness import SR, Harness
 
 from engine.core.errors import TroupeError
+from engine.scheduler import State
+from engine.script.common import normalise_role
 from engine.show import CueState
 
 
@@ -222,3 +224,29 @@ def test_go_after_the_last_line_does_nothing(radio: Harness) -> None:
     show.seek(show.end_s + 1.0)
     radio.play(0.2)
     assert show.standby == -1 and show.go() == -1
+
+
+def test_an_adlib_flood_is_refused_past_what_the_voice_can_voice_in_time(radio: Harness) -> None:
+    # 500 ad-libs typed at once (a script, a stuck key): ADLIB_AHEAD_S of them are queued,
+    # the rest refused with one message (numbers aside, so the banner counts them in one
+    # line); the show's own lines still play on time
+    import re
+
+    from engine.show.adlibs import ADLIB_AHEAD_S
+
+    radio.play(0.5)
+    queued, said = [], set()
+    for k in range(500):
+        try:
+            queued.append(radio.show.adlib(normalise_role("PAPA"), f"Not now, {k}, not like this."))
+        except TroupeError as exc:
+            said.add(re.sub(r"\d+(?:[.,]\d+)?", "#", str(exc)))
+    assert 0 < len(queued) < 500 and len(said) == 1, (len(queued), said)
+    assert "the ad-libs before it still take # s to voice and hear" in said.pop()
+    one = max(radio.show.scheduler.backends["espeak"].cost_s(r) + r.est_audio_s for r in queued)
+    assert radio.show.adlibs.backlog_s() <= ADLIB_AHEAD_S + one
+    radio.play(8.0)
+    assert all(r.state is State.DONE for r in queued), [(r.state, r.error) for r in queued]  # all voiced
+    heard = [t for t in radio.show.tracks if t.state is CueState.PLAYED]
+    assert heard and all(t.late_ms == 0 for t in heard)  # the show's lines were not made late
+    radio.show.adlib(normalise_role("PAPA"), "And now I may speak again.")  # the voice is free again
