@@ -3,10 +3,14 @@ sample in the mix ring, and to its first audible sample (the callback's DAC time
 
 The demo drama plays on the JACK dummy device (paced at real time) through the engine,
 exactly as `main.py play` runs it; every `--interval-ms` one short ad-lib is typed for a
-random role, `--count` in all, while the scheduler is also voicing the show's lines.
+random role, `--count` in all, while the scheduler is also voicing the show's lines. At the
+default, a director's pace (one a second, each about a second long), none is refused; a
+faster pace is refused past what the show takes at a time (`ADLIB_AHEAD_S`, the `refused`
+column), and `--flood N` types N at once.
 
     jackd --no-realtime -d dummy -r 48000 -p 256 &   # if none is running
-    python benchmarks/bench_adlib.py [--count 200] [--interval-ms 150] [--repeats 3]
+    python benchmarks/bench_adlib.py [--count 60] [--interval-ms 1000] [--repeats 3]
+    python benchmarks/bench_adlib.py --flood 10000
 
 Rows: `default` (the output stream in the audio process, as the window and `play` run it)
 and `in_process` (`--in-process-audio`), each repeated; the ad-lib is spliced into the
@@ -174,8 +178,8 @@ def _kept() -> dict[str, object]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--count", type=int, default=200)
-    ap.add_argument("--interval-ms", type=float, default=150.0)
+    ap.add_argument("--count", type=int, default=60)
+    ap.add_argument("--interval-ms", type=float, default=1000.0)
     ap.add_argument("--device", default="JACK")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--recorded-count", type=int, default=40)
@@ -193,7 +197,7 @@ def main() -> None:
     modes = [True] if args.default_only else [True, False]
     rows = [run(args.count, args.interval_ms / 1000, m, args.device)
             for _ in range(args.repeats) for m in modes]  # fmt: skip
-    cols = ["mode", "adlibs", "placed", "ring_p50_ms", "ring_p95_ms", "ring_max_ms",
+    cols = ["mode", "adlibs", "placed", "refused", "ring_p50_ms", "ring_p95_ms", "ring_max_ms",
             "audible_p50_ms", "audible_p95_ms", "ring_underruns", "xruns"]  # fmt: skip
     print(table(rows, cols))
     for mode in ("default", "in_process"):

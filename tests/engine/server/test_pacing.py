@@ -142,6 +142,7 @@ def _read_all(s: socket.socket, wait_s: float) -> tuple[int, bool]:
     return got, True
 
 
+@pytest.mark.slow
 def test_a_reader_that_stops_is_cut_off_and_its_answer_withdrawn(live: str) -> None:
     body = {"model": "tts-1", "voice": "hero", "input": LONG, "response_format": "pcm"}
     with httpx.stream("POST", f"{live}/v1/audio/speech", json=body, timeout=120) as r:
@@ -161,6 +162,7 @@ def _rss_mb(pid: int) -> float:
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
 
 
+@pytest.mark.slow
 def test_thirty_stalled_clients_cost_the_server_under_50_mb() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
