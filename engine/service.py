@@ -237,7 +237,9 @@ class Engine:
             return b.name, b.cost_per_audio_s * b.pace * t.est_duration_s
 
         planned = show.planner.starts
-        return predicted_slack(show.tracks, lambda i: planned.get(i, 0.0), show.write_s, LOOKAHEAD_S, cost)
+        return predicted_slack(
+            show.tracks, lambda i: planned.get(i, 0.0), show.times.write_s, LOOKAHEAD_S, cost
+        )
 
     def _on_request_done(self, r: Request) -> None:
         if r.state is State.DONE:

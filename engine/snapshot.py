@@ -176,12 +176,12 @@ def build_snapshot(engine: SnapshotSource, version: int, block_frames: int) -> E
         version=version, title=engine.script.title, path=engine.script.path,
         playing=engine.ring.controls.playing and output_open, output_open=output_open,
         output_lost=output_lost,
-        playhead_s=show.playhead_s, end_s=show.end_s, cues=cues, roles=tuple(engine.script.roles),
+        playhead_s=show.times.playhead_s, end_s=show.times.end_s, cues=cues, roles=tuple(engine.script.roles),
         voices={r: engine.cast[r] for r in engine.script.roles},
         cast_why=dict(engine.cast.why),
         scenes=tuple(s.heading for s in engine.script.scenes), priorities=engine.history.copy(),
         queued_work=engine.work_history.copy(),
-        figures=figures, latency_points=points[-400:], cue_stack=show.cue_stack, go_cue=show.standby,
+        figures=figures, latency_points=points[-400:], cue_stack=show.cue_stack, go_cue=show.times.standby,
         levels=engine.meters.roles, master=engine.meters.master,
         envelopes=engine.envelopes.update((t.cue.index, t) for t in shown),
         status=_status(show.status, output_open, output_lost),
@@ -199,7 +199,7 @@ def _status(status: str, output_open: bool, output_lost: str) -> str:
 
 
 def _cue_view(show: Show, t: CueTrack) -> CueView:
-    start = t.start_s if t.start_s is not None else show.planned_start_s(t.cue.index)
+    start = t.start_s if t.start_s is not None else show.times.planned_start_s(t.cue.index)
     kind = ("kept" if t.kept else "adlib") if t.adlib else "line"
     return CueView(t.cue.index, t.cue.role, t.cue.text, t.cue.scene, t.state.value, start,
                    t.est_duration_s, t.late_ms, t.fallback, t.error, t.cue.hints, kind, t.check,
@@ -241,8 +241,8 @@ def _in_show_order(show: Show) -> list[CueTrack]:
     adlibs = [t for t in show.adlibs.tracks if not t.deleted]
     if not adlibs:
         return list(show.tracks)
-    starts = [show.planned_start_s(t.cue.index) for t in show.tracks]
-    head = show.playhead_s
+    starts = [show.times.planned_start_s(t.cue.index) for t in show.tracks]
+    head = show.times.playhead_s
     after: dict[int, list[CueTrack]] = {}
     for t in adlibs:
         at = t.start_s if t.start_s is not None else head

@@ -100,7 +100,7 @@ def test_facades_are_small(module: str, cls: str) -> None:
 
 CLASS_LIMIT = 15
 """The house rule: a class with more public methods than this is doing several jobs."""
-OVER_LIMIT = {"engine/show/show.py:Show": 22, "app/main_window.py:MainWindow": 25}
+OVER_LIMIT = {"app/main_window.py:MainWindow": 25}
 """Classes not yet split, at their size when the rule was first checked: they may shrink,
 never grow."""
 

@@ -44,7 +44,7 @@ class Transport:
                 engine.ring.reset()
                 return
             engine.show.pause(True)
-            engine.show.seek(engine.show.playhead_s)
+            engine.show.seek(engine.show.times.playhead_s)
 
         return engine.command(panic_)
 
@@ -57,7 +57,7 @@ class Transport:
 
         def jump() -> None:
             show = self._engine.current_show()
-            show.seek(show.planned_start_s(index))
+            show.seek(show.times.planned_start_s(index))
 
         return self._engine.command(jump)
 
@@ -86,8 +86,9 @@ class Transport:
             if direction > 0:
                 show.skip()
                 return
-            head = show.playhead_s
-            earlier = [s for s in (show.planned_start_s(t.cue.index) for t in show.tracks) if s < head - 0.5]
+            times = show.times
+            head = times.playhead_s
+            earlier = [s for s in (times.planned_start_s(t.cue.index) for t in show.tracks) if s < head - 0.5]
             show.seek(max(earlier) if earlier else 0.0)
 
         return self._engine.command(skip_)

@@ -18,6 +18,7 @@ from engine.core.errors import TroupeError
 from engine.core.types import Cue, RoleKey, Voice
 from engine.mixer import Clip, Mixer, soft_limit
 from engine.scheduler import Request, RequestClass, Scheduler, State
+from engine.show.times import ShowTimes
 from engine.show.tracks import SR, Changes, CueState, CueTrack, ShowStats
 
 KEEPABLE = 16
@@ -61,14 +62,8 @@ class Stage(Protocol):
     origin: int
     """The ring position of show time 0."""
     clock: Callable[[], float]
-
-    @property
-    def playhead_s(self) -> float: ...
-
-    @property
-    def write_s(self) -> float: ...
-
-    def deadline(self, show_s: float) -> float: ...
+    times: ShowTimes
+    """Where the show stands (the writer, the playhead) and when audio is due."""
 
 
 class Adlibs:
@@ -108,7 +103,7 @@ class Adlibs:
         index = len(show.tracks) + len(self.tracks)
         t = CueTrack(Cue(index, role, text, self._scene_now(), 0, ("ad-lib",)), [text], voice.rate_wpm,
                      voice.backend, adlib=True, changes=self.changes)  # fmt: skip
-        r = Request(role, text, voice, show.deadline(show.write_s), RequestClass.ADLIB, index)
+        r = Request(role, text, voice, show.times.deadline(show.times.write_s), RequestClass.ADLIB, index)
         r.on_done = lambda req: self._voiced(t, req)
         t.audio, t.requests, t.state = [None], [r], CueState.QUEUED
         show.scheduler.submit(r, timeout_s=0.0)  # QueueFull at once: the engine thread never waits
@@ -122,7 +117,7 @@ class Adlibs:
         """The ad-lib speech still ahead of the listener: for each ad-lib not yet voiced, the
         voice's estimated time for it and its spoken length; for each spliced in, what is
         left of it after the playhead."""
-        head = self.show.playhead_s
+        head = self.show.times.playhead_s
         self._waiting = [t for t in self._waiting if not t.deleted and t.state in _AHEAD
                          and (t.start_s is None or t.start_s + t.est_duration_s > head)]  # fmt: skip
         backends = self.show.scheduler.backends
@@ -137,7 +132,7 @@ class Adlibs:
         return ahead
 
     def _scene_now(self) -> int:
-        head = self.show.playhead_s
+        head = self.show.times.playhead_s
         started = [t.cue.scene for t in self.show.tracks if t.start_s is not None and t.start_s <= head]
         return started[-1] if started else 0
 

@@ -2,9 +2,11 @@
 placement of each line (chunk by chunk) on the timeline, and render-ahead into the ring.
 
 The show clock is the ring itself: show frame = ring position - origin. The frame being
-written now is `write_frame`; a cue starting at show time t must be placed in the mixer
-before the writer reaches it, i.e. by wall time now + (t - write_s): its deadline.
+written now is `times.write_frame`; a cue starting at show time t must be placed in the
+mixer before the writer reaches it, i.e. by wall time now + (t - write_s): its deadline.
 Seek, loop and skip move `origin`; pause stops the callback consuming, so the clock stops.
+What the clock reads (the writer, the playhead, the end, the Standby cue, planned starts,
+deadlines) is worked out in one place, `ShowTimes` (engine/show/times.py), as `show.times`.
 
 Director commands (see DESIGN.md, "Live-show semantics"): Stop returns to the top with every
 cue pending; in cue-stack mode every cue waits for GO and the clock holds while it waits;
@@ -29,9 +31,9 @@ from engine.mixer.levelling import RoleLeveller, speech_level_db
 from engine.scheduler import Request, RequestClass, Scheduler, State
 from engine.show.adlibs import Adlibs
 from engine.show.fit import LiveFit
-from engine.show.planner import Now, Planner, chunk_deadlines
-from engine.show.planner import deadline as deadline_at
-from engine.show.prepare import IDLE_SLACK_S, MAX_PREPARE_S, Readiness, readiness
+from engine.show.planner import Planner, chunk_deadlines
+from engine.show.prepare import MAX_PREPARE_S, Readiness, readiness
+from engine.show.times import ShowTimes
 from engine.show.tracks import HEARD, SR, Changes, CueState, CueTrack, ShowStats
 from engine.synthesis.delivery import delivered_audio, delivered_voice
 from engine.synthesis.text import split_chunks
@@ -45,9 +47,6 @@ REFIT_AHEAD_S = 0.5
 ahead of the writer (a take comes back in well under that on every shipped voice)."""
 MIX_FIELDS = ("mute", "solo", "gain_db", "pan")
 """A role's settings that change the mix, not the take."""
-STANDBY_SLACK_S = 0.05
-"""A line whose start is this close behind the clock is still the one GO fires (a jump lands
-on a line's start; the clock may be a block past it)."""
 RELEASE_AFTER_S = 1.0
 """A line's audio is let go this long after the listener heard its end (see `_release_heard`)."""
 __all__ = ["BLOCK_FRAMES", "CueState", "CueTrack", "Show", "ShowStats"]
@@ -97,6 +96,10 @@ class Show:
         self._remix_margin = round(remix_margin_ms / 1000 * SR)
         self.adlibs = Adlibs(self, round(splice_margin_ms / 1000 * SR), changes, self._set_state)
         self.origin = ring.write_pos
+        """The ring position of show time 0: seek, loop and skip move it."""
+        self.times = ShowTimes(self)
+        """Where the show stands and when things in it happen (the writer, the playhead, the
+        end, the Standby cue, planned starts, deadlines), worked out from the state here."""
         self.loop: tuple[float, float] | None = None
         self.cue_stack = False
         """Theatre mode: each cue waits for GO; the clock holds while one waits."""
@@ -117,7 +120,9 @@ class Show:
         """Observer of every finished request (metrics), called on the engine thread."""
         self.listener: LiveListener | None = None
         """Checks each voiced line off the real-time path (None: no line check)."""
-        self._next_place = 0
+        self.next_place = 0
+        """The first script line not yet placed in script order (those before it have their
+        start fixed, or were skipped or failed)."""
         self._block = np.zeros((BLOCK_FRAMES, ring.channels), np.float32)
         self._last_tick = -1e9
         self._release_from = 0
@@ -126,56 +131,11 @@ class Show:
             self.scheduler.set_weight(role, self.scheduler.weights.get(role, cast[role].weight))
         self._apply_transport()
 
-    # --- clock ---------------------------------------------------------------------
-    @property
-    def write_frame(self) -> int:
-        return self.ring.write_pos - self.origin
-
-    @property
-    def write_s(self) -> float:
-        return self.write_frame / SR
-
-    @property
-    def playhead_s(self) -> float:
-        head = max(0, self.ring.read_pos - self.origin) / SR
-        return min(head, self.end_s) if self.ended else head
-
+    # --- the timeline and the transport's state --------------------------------------
     @property
     def timeline(self) -> list[CueTrack]:
         """The cues on the show's timeline: the script's, then ad-libs kept in the show."""
         return self.tracks + [t for t in self.adlibs.tracks if t.scripted]
-
-    @property
-    def end_s(self) -> float:
-        """Where the show ends: exact once every line is voiced, estimated until then."""
-        planned = self.planner.starts
-        if not planned:
-            return 0.0
-        return max(planned[t.cue.index] + t.est_duration_s for t in self.timeline)
-
-    @property
-    def finished(self) -> bool:
-        done = all(t.placed_chunks >= len(t.chunks) or t.skipped or t.state is CueState.FAILED
-                   for t in self.tracks)  # fmt: skip
-        return self._next_place >= len(self.tracks) and done and self.write_frame >= self.mixer.end_frame
-
-    @property
-    def standby(self) -> int:
-        """The cue GO fires, and the one the window's Standby names (one fact, one owner):
-        the first script line not yet heard that starts at or after where the clock stands
-        (the top after Stop, the jump's line after a jump); -1 when none is left (at the
-        end: as in a cue list, GO then does nothing; Stop or a jump stands a cue by again)."""
-        if self.ended:
-            return -1
-        head, planned = self.playhead_s, self.planner.starts
-        released = self.go_index if self.cue_stack else -1  # cue-stack: GO has fired these
-        for t in self.tracks:
-            if t.state in HEARD or t.state is CueState.FAILED or t.skipped or t.cue.index <= released:
-                continue
-            start = t.start_s if t.start_s is not None else planned[t.cue.index]
-            if start >= head - STANDBY_SLACK_S:
-                return t.cue.index
-        return -1
 
     @property
     def status(self) -> str:
@@ -190,42 +150,26 @@ class Show:
             return "preparing"  # (not before the first turn has judged the lines ahead)
         return "playing" if self.running else "paused"
 
-    def _now(self) -> Now:
-        """Where the clock stands, for deadlines (engine/show/planner.py)."""
-        writer_s = max(self.write_s, self.playhead_s + self.render_ahead_s)  # steady state
-        idle = 0.0 if self.running and self.preparing is None else IDLE_SLACK_S  # not consumed yet
-        return Now(self.clock(), writer_s, idle)
-
-    def deadline(self, show_s: float) -> float:
-        """Wall-clock time by which audio for show time `show_s` must be in the mixer."""
-        return deadline_at(show_s, self._now())
-
     # --- planning ------------------------------------------------------------------
-    def planned_start_s(self, cue_index: int) -> float:
-        planned = self.planner.starts
-        if cue_index in planned:
-            return planned[cue_index]
-        t = self.adlibs.get(cue_index)
-        return t.start_s if t.start_s is not None else self.write_s
-
     def _chunk_deadlines(self, t: CueTrack) -> list[float]:
-        return chunk_deadlines(t, self.planner.starts[t.cue.index], self._now())
+        return chunk_deadlines(t, self.planner.starts[t.cue.index], self.times.now())
 
     def _submit_window(self) -> None:
-        horizon = self.write_s + self.lookahead_s
+        write_s = self.times.write_s
+        horizon = write_s + self.lookahead_s
         for t in self.tracks:
             if t.state is not CueState.PENDING or t.in_flight:
                 continue
             start = self.planner.starts[t.cue.index]
             if start > horizon:
                 break
-            if start + t.est_duration_s < self.write_s and t.start_s is None:
+            if start + t.est_duration_s < write_s and t.start_s is None:
                 continue  # already behind the playhead (after a seek)
             if t.known:  # voiced before a Stop: ready again once playing, without a new take
                 if not self.stopped:
                     self._set_state(t, CueState.READY)
                 continue
-            klass = RequestClass.SCRIPTED if start - self.write_s < self.prefetch_s else RequestClass.PREFETCH
+            klass = RequestClass.SCRIPTED if start - write_s < self.prefetch_s else RequestClass.PREFETCH
             if not self._submit(t, klass):
                 return  # the queue is full: the rest waits for the next turn
 
@@ -290,10 +234,10 @@ class Show:
 
     # --- placement -----------------------------------------------------------------
     def _place(self) -> None:
-        for t in self.tracks[self._next_place :]:
+        for t in self.tracks[self.next_place :]:
             if not self._place_track(t):
                 break
-            self._next_place += 1
+            self.next_place += 1
         for t in self.tracks:  # slots and re-takes do not wait for the order
             if t.start_s is not None or t.cue.start_s is not None:
                 self._place_track(t)
@@ -314,9 +258,9 @@ class Show:
                                                  or p.state is CueState.FAILED for p in earlier):  # fmt: skip
                 return False
             planned = self.planner.starts[t.cue.index]
-            start = max(planned, self.write_s)
+            start = max(planned, self.times.write_s)
             if self.cue_stack:
-                start = planned = self.write_s  # GO starts it at once; waiting is not lateness
+                start = planned = self.times.write_s  # GO starts it at once; waiting is not lateness
             if start > planned + 1e-3:
                 t.late_ms = (start - planned) * 1000
                 self.stats.late += 1
@@ -332,7 +276,7 @@ class Show:
             audio = t.audio[t.placed_chunks]
             if audio is None:
                 break
-            frame = max(t.next_chunk_frame, self.write_frame)
+            frame = max(t.next_chunk_frame, self.times.write_frame)
             if audio.size:
                 self.mixer.add(Clip(frame, t.cue.role, audio, t.cue.index))
             t.next_chunk_frame = frame + len(audio)
@@ -340,7 +284,10 @@ class Show:
 
     def _behind(self, t: CueTrack) -> bool:
         """A cue that a seek jumped over is skipped, not waited for."""
-        if t.state is CueState.PENDING and self.planner.starts[t.cue.index] + t.est_duration_s < self.write_s:
+        if (
+            t.state is CueState.PENDING
+            and self.planner.starts[t.cue.index] + t.est_duration_s < self.times.write_s
+        ):
             t.skipped = True
             return True
         return False
@@ -362,12 +309,12 @@ class Show:
             self._take_checks()
         if self.stopped:
             return  # nothing is heard: a jump while stopped stands its line by, it does not play it
-        head = self.playhead_s
+        head = self.times.playhead_s
         for t in self.timeline:
             if t.state is CueState.FAILED:
                 continue
             if t.start_s is None:
-                standby = self.cue_stack and t.known and self._next_place == t.cue.index
+                standby = self.cue_stack and t.known and self.next_place == t.cue.index
                 if standby or t.state is CueState.STANDBY:
                     self._set_state(t, CueState.STANDBY if standby else CueState.READY)
                 continue
@@ -380,19 +327,20 @@ class Show:
 
     # --- rendering -----------------------------------------------------------------
     def _render_ahead(self) -> None:
+        times = self.times
         while True:
             want = min(self.target_fill - self.ring.fill_frames, BLOCK_FRAMES)
             if want <= 0:
                 return
             if self.loop is not None:
                 loop_start, loop_end = self.loop
-                to_end = round(loop_end * SR) - self.write_frame
+                to_end = round(loop_end * SR) - times.write_frame
                 if to_end <= 0:
                     self.origin = self.ring.write_pos - round(loop_start * SR)  # seamless jump
                     continue
                 want = min(want, to_end)
             block = self._block[:want]
-            self.mixer.render(self.write_frame, block)
+            self.mixer.render(times.write_frame, block)
             self.ring.write(block)
 
     def tick(self) -> None:
@@ -422,7 +370,7 @@ class Show:
         for index, generation in refit:
             t = self.tracks[index]
             start = t.start_s if t.start_s is not None else self.planner.starts[index]
-            if t.generation == generation and start - self.write_s >= REFIT_AHEAD_S:
+            if t.generation == generation and start - self.times.write_s >= REFIT_AHEAD_S:
                 self.retake(index, refit=True)
 
     def _release_heard(self) -> None:
@@ -433,7 +381,7 @@ class Show:
             return  # the loop replays its scene's clips
         heard = (self.ring.read_pos - self.origin) / SR - RELEASE_AFTER_S
         k = self._release_from
-        while k < self._next_place and k < len(self.tracks):
+        while k < self.next_place and k < len(self.tracks):
             t = self.tracks[k]
             if not (t.released or t.skipped or t.state is CueState.FAILED or t.start_s is None):
                 if not t.known or t.placed_chunks < len(t.chunks) or t.start_s + t.est_duration_s > heard:
@@ -454,8 +402,8 @@ class Show:
             return b.cost_s(r) if b is not None else 0.0
 
         planned = self.planner.starts
-        return readiness(self.tracks, lambda i: planned.get(i, 0.0), self.playhead_s,
-                         self.playhead_s + self.lookahead_s, cost)  # fmt: skip
+        return readiness(self.tracks, lambda i: planned.get(i, 0.0), self.times.playhead_s,
+                         self.times.playhead_s + self.lookahead_s, cost)  # fmt: skip
 
     def _prepare(self, now: float) -> None:
         """While preparing: start the clock once the lines ahead can be on time (or after
@@ -506,9 +454,9 @@ class Show:
 
     def _check_end(self) -> None:
         """The end: every line voiced and placed, and the playhead past the last sample."""
-        if self.ended or self.stopped or not self.finished or self.loop is not None:
+        if self.ended or self.stopped or not self.times.finished or self.loop is not None:
             return
-        if (self.ring.read_pos - self.origin) / SR >= self.end_s:
+        if (self.ring.read_pos - self.origin) / SR >= self.times.end_s:
             self.ended = True
             self._apply_transport()
             for t in self.timeline:  # the list agrees with the status: nothing is playing now
@@ -518,8 +466,8 @@ class Show:
     def _hold_for_go(self) -> None:
         """Cue-stack mode: hold the clock once everything placed has been heard and the next
         cue waits for GO."""
-        waiting = (self.cue_stack and not self.stopped and self._next_place < len(self.tracks)
-                   and self._waits_for_go(self.tracks[self._next_place])
+        waiting = (self.cue_stack and not self.stopped and self.next_place < len(self.tracks)
+                   and self._waits_for_go(self.tracks[self.next_place])
                    and self.ring.read_pos - self.origin >= self.mixer.end_frame)  # fmt: skip
         if waiting != self.holding:
             self.holding = waiting
@@ -537,7 +485,7 @@ class Show:
             raise TroupeError(f"cue {cue_index + 1} is not a line of the script (an ad-lib is spoken "
                               "again rather than re-taken)")  # fmt: skip
         t = self.tracks[cue_index]
-        if t.start_s is not None and t.start_s < self.write_s:
+        if t.start_s is not None and t.start_s < self.times.write_s:
             return  # already (partly) in the ring: too late to replace this take
         t.generation += 1
         self.scheduler.cancel(lambda r: r.cue_index == cue_index)
@@ -607,7 +555,7 @@ class Show:
                 t.skipped = False  # seeking back: voice what was jumped over
             if t.state in HEARD and t.start_s is not None and show_s < t.start_s + t.est_duration_s:
                 self._set_state(t, CueState.READY)  # to be heard again
-        self._next_place = next((k for k, t in enumerate(self.tracks) if t.start_s is None), len(self.tracks))
+        self.next_place = next((k for k, t in enumerate(self.tracks) if t.start_s is None), len(self.tracks))
         self._refresh_deadlines()
         self._apply_transport()  # a jump after the end plays on
 
@@ -625,7 +573,7 @@ class Show:
         if not on:
             self._hold_for_go()
             return
-        head = self.playhead_s
+        head = self.times.playhead_s
         for t in self.tracks:
             if t.start_s is not None and t.start_s > head:
                 self.mixer.remove_cue(t.cue.index)
@@ -637,26 +585,26 @@ class Show:
         self.seek(head)  # what was rendered ahead of those cues is dropped
 
     def go(self) -> int:
-        """GO fires the Standby cue (`standby`) and returns it (-1: none left, nothing
+        """GO fires the Standby cue (`times.standby`) and returns it (-1: none left, nothing
         happens). In cue-stack mode the cue is released at once; in free play the playhead
         jumps to its start (lines voiced ahead of it are placed again) and the show plays on.
         After a jump while stopped it starts at the jump's line."""
-        target = self.standby
+        target = self.times.standby
         if target < 0:
             return -1
         if self.cue_stack:
             self.go_index = target
             if self.holding or self.ring.fill_frames:
-                self.seek(self.playhead_s)  # start now, not after the silence rendered ahead
+                self.seek(self.times.playhead_s)  # start now, not after the silence rendered ahead
             self.holding = False
         else:
-            self.seek(self.planned_start_s(target))
+            self.seek(self.times.planned_start_s(target))
         self.pause(False)
         return target
 
     def skip(self) -> None:
         """Jump to the next cue after the playhead."""
-        head = self.playhead_s
+        head = self.times.playhead_s
         nxt = next((s for s in sorted(self.planner.starts.values()) if s > head + 0.05), None)
         if nxt is not None:
             self.seek(nxt)

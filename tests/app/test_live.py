@@ -38,7 +38,7 @@ def test_go_releases_the_next_cue(qtbot, live_troupe: Troupe, make_window) -> No
         lambda: show.tracks[0].start_s is not None, timeout=30_000
     )  # generous: a first line on a busy 2-core machine
     assert show.tracks[1].start_s is None  # held until the next GO
-    qtbot.waitUntil(lambda: show._next_place == 1)
+    qtbot.waitUntil(lambda: show.next_place == 1)
     w.menus.go.trigger()
     qtbot.waitUntil(lambda: show.go_index == 1)
     qtbot.waitUntil(

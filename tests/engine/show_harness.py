@@ -57,7 +57,7 @@ class Harness:
 
     def play_to_end(self, limit_s: float = 300) -> np.ndarray:
         chunks = []
-        while not self.show.finished and len(self.played) * len(self.out) < limit_s * SR:
+        while not self.show.times.finished and len(self.played) * len(self.out) < limit_s * SR:
             chunks.append(self.play(1.0))
         chunks.append(self.play(0.5))  # the ring still holds the render-ahead: let it play out
         return np.concatenate(chunks)

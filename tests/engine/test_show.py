@@ -82,11 +82,11 @@ def test_adlib_is_spliced_a_margin_ahead_of_the_listener(radio: Harness) -> None
 
 def test_seek_recomputes_and_skips(radio: Harness) -> None:
     radio.play(0.5)
-    target = radio.show.planned_start_s(5)
+    target = radio.show.times.planned_start_s(5)
     radio.show.seek(target)
     assert radio.ring.fill_frames == 0  # queued audio dropped
     radio.play(0.5)
-    assert radio.show.playhead_s == pytest.approx(target + 0.5, abs=0.05)
+    assert radio.show.times.playhead_s == pytest.approx(target + 0.5, abs=0.05)
     audio = radio.play_to_end()
     assert np.abs(audio).max() > 0.05
     played = [t for t in radio.show.tracks if t.start_s is not None]
@@ -115,7 +115,7 @@ def test_recast_requeues_the_roles_lines(radio: Harness) -> None:
     radio.settle()
     for i, r in old.items():
         t = radio.show.tracks[i]
-        if t.start_s is None or t.start_s >= radio.show.write_s:
+        if t.start_s is None or t.start_s >= radio.show.times.write_s:
             assert t.requests[0] is not r and t.requests[0].voice.voice_id == "en-gb-x-rp+m7"
     elsa = next(t for t in radio.show.tracks if t.cue.role == "ELSA")
     assert elsa.requests[0].voice.voice_id != "en-gb-x-rp+m7"
@@ -148,7 +148,7 @@ def test_loop_scene_replays_it(testdata: Path) -> None:
         start, end = h.show.loop
         h.show.seek(start)
         h.play(2 * (end - start) + 0.5)
-        assert start <= h.show.write_s <= end + 0.1  # still inside the scene
+        assert start <= h.show.times.write_s <= end + 0.1  # still inside the scene
     finally:
         h.close()
 

@@ -32,10 +32,10 @@ def test_stop_returns_to_the_top_and_play_replays_it(radio: Harness) -> None:
     assert radio.show.tracks[0].state is CueState.PLAYED and radio.show.tracks[1].state is CueState.PLAYING
     radio.show.stop()
     radio.settle()
-    assert radio.show.status == "stopped" and radio.show.playhead_s == 0.0
+    assert radio.show.status == "stopped" and radio.show.times.playhead_s == 0.0
     assert _states(radio) == {"pending"}  # nothing left "played" or "playing"
     assert not radio.play(0.5).any()  # stopped: silence, and the clock holds
-    assert radio.show.playhead_s == 0.0
+    assert radio.show.times.playhead_s == 0.0
     radio.show.pause(False)
     assert radio.show.status == "playing"
     again = radio.play(5.0)
@@ -57,14 +57,14 @@ def test_end_of_show_stops_the_clock_at_the_real_length(testdata: Path) -> None:
         assert all(t.known or t.released for t in show.tracks)
         last = max(show.tracks, key=lambda t: (t.start_s or 0) + lengths[t.cue.index])
         real_end = (last.start_s or 0) + lengths[last.cue.index]
-        assert show.end_s == pytest.approx(real_end, abs=1e-6)
+        assert show.times.end_s == pytest.approx(real_end, abs=1e-6)
         loud = np.flatnonzero(np.abs(heard).reshape(len(heard), -1).max(axis=1) > 1e-3)
         assert real_end - 1.0 < loud[-1] / SR <= real_end + 1e-3  # what was heard ends there too
-        assert show.playhead_s == pytest.approx(real_end, abs=1e-6)
-        held = show.playhead_s
-        assert not h.play(0.5).any() and show.playhead_s == held  # the clock has stopped
+        assert show.times.playhead_s == pytest.approx(real_end, abs=1e-6)
+        held = show.times.playhead_s
+        assert not h.play(0.5).any() and show.times.playhead_s == held  # the clock has stopped
         show.pause(False)  # Play after the end: from the top
-        assert show.status == "playing" and show.playhead_s == 0.0
+        assert show.status == "playing" and show.times.playhead_s == 0.0
     finally:
         h.close()
 
@@ -74,7 +74,7 @@ def test_cue_stack_every_cue_waits_for_go_and_the_clock_holds(radio: Harness) ->
     show.set_cue_stack(True)
     radio.settle()
     radio.play(1.0)
-    assert show.status == "waiting for GO" and show.playhead_s == 0.0
+    assert show.status == "waiting for GO" and show.times.playhead_s == 0.0
     assert show.tracks[0].state is CueState.STANDBY and show.tracks[1].state is CueState.READY
     show.go()
     radio.settle()
@@ -84,11 +84,11 @@ def test_cue_stack_every_cue_waits_for_go_and_the_clock_holds(radio: Harness) ->
     end0 = show.tracks[0].start_s + show.tracks[0].est_duration_s
     radio.play(end0 + 1.0)  # cue 1 is voiced already, yet it waits
     assert show.status == "waiting for GO" and show.tracks[1].start_s is None
-    assert show.playhead_s == pytest.approx(end0, abs=0.1)
+    assert show.times.playhead_s == pytest.approx(end0, abs=0.1)
     assert show.tracks[1].state is CueState.STANDBY
-    held = show.playhead_s
+    held = show.times.playhead_s
     radio.play(0.5)
-    assert show.playhead_s == held  # the clock holds while it waits
+    assert show.times.playhead_s == held  # the clock holds while it waits
     show.go()
     radio.settle()
     radio.play(0.2)
@@ -102,7 +102,7 @@ def test_cue_stack_takes_back_lines_already_placed(radio: Harness) -> None:
     assert radio.show.tracks[1].start_s is not None or radio.show.tracks[0].start_s is not None
     radio.show.set_cue_stack(True)
     placed = [t.cue.index for t in radio.show.tracks if t.start_s is not None]
-    assert all(radio.show.tracks[i].start_s <= radio.show.playhead_s for i in placed)
+    assert all(radio.show.tracks[i].start_s <= radio.show.times.playhead_s for i in placed)
 
 
 def _mute_all_but(h: Harness, role: str) -> None:
@@ -145,7 +145,7 @@ def test_a_jump_after_the_end_plays_on(testdata: Path) -> None:
         h.show.seek(1.0)
         assert h.show.status == "playing"
         h.play(1.0)
-        assert h.show.playhead_s == pytest.approx(2.0, abs=0.05)
+        assert h.show.times.playhead_s == pytest.approx(2.0, abs=0.05)
     finally:
         h.close()
 
@@ -198,21 +198,21 @@ def test_voice_preview_is_heard_over_the_show_without_a_cue(radio: Harness) -> N
 def test_go_fires_the_standby_cue_in_free_play(radio: Harness) -> None:
     show = radio.show
     radio.play(0.3)
-    assert show.tracks[0].state is CueState.PLAYING and show.standby == 1
-    start1 = show.planned_start_s(1)
+    assert show.tracks[0].state is CueState.PLAYING and show.times.standby == 1
+    start1 = show.times.planned_start_s(1)
     assert show.go() == 1  # the playhead jumps to cue 2's start: what GO named
-    assert show.playhead_s == pytest.approx(start1, abs=0.01)
+    assert show.times.playhead_s == pytest.approx(start1, abs=0.01)
     radio.play(0.3)
-    assert show.tracks[1].state in (CueState.PLAYING, CueState.PLAYED) and show.standby == 2
+    assert show.tracks[1].state in (CueState.PLAYING, CueState.PLAYED) and show.times.standby == 2
 
 
 def test_a_jump_while_stopped_moves_standby_and_go_starts_there(radio: Harness) -> None:
     show = radio.show
     radio.play(0.5)
     show.stop()
-    assert show.standby == 0
-    show.seek(show.planned_start_s(3))
-    assert show.standby == 3
+    assert show.times.standby == 0
+    show.seek(show.times.planned_start_s(3))
+    assert show.times.standby == 3
     assert show.go() == 3
     radio.play(0.5)
     assert show.tracks[3].state is CueState.PLAYING
@@ -221,9 +221,9 @@ def test_a_jump_while_stopped_moves_standby_and_go_starts_there(radio: Harness) 
 
 def test_go_after_the_last_line_does_nothing(radio: Harness) -> None:
     show = radio.show
-    show.seek(show.end_s + 1.0)
+    show.seek(show.times.end_s + 1.0)
     radio.play(0.2)
-    assert show.standby == -1 and show.go() == -1
+    assert show.times.standby == -1 and show.go() == -1
 
 
 def test_an_adlib_flood_is_refused_past_what_the_voice_can_voice_in_time(radio: Harness) -> None:

@@ -26,13 +26,13 @@ def test_heard_lines_leave_the_mixer_and_come_back_after_a_jump(radio: Harness) 
     radio.play_to_end()
     radio.play(1.5)
     show._release_heard()
-    head = show.playhead_s  # the show ended: its clock stopped at the end
+    head = show.times.playhead_s  # the show ended: its clock stopped at the end
     recent = [t for t in show.tracks if t.start_s + t.est_duration_s > head - RELEASE_AFTER_S]  # type: ignore[operator]
     assert {c.cue_index for c in show.mixer.clips} == {t.cue.index for t in recent}
     assert len(recent) <= 2
     assert all(t.released and not t.audio and not t.requests for t in show.tracks if t not in recent)
     ends = {t.cue.index: t.start_s + t.est_duration_s for t in show.tracks if t.start_s is not None}
-    assert show.end_s == pytest.approx(max(ends.values()))  # lengths are kept
+    assert show.times.end_s == pytest.approx(max(ends.values()))  # lengths are kept
 
     show.seek(0.0)  # back to the top: every line is voiced again
     first = show.tracks[0]
