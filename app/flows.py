@@ -1,6 +1,6 @@
-"""Flows the window hands off: saving (and the unsaved-changes question), rendering
-(dialog, background job, progress, result) and voices (the browser, previews). Each holds
-the parts of the window it uses (`Host`) and reaches the engine through its facades."""
+"""Flows the window hands off: rendering (dialog, background job, progress, result) and
+voices (the browser, previews). Each holds the parts of the window it uses (`Host`) and
+reaches the engine through its facades. Opening and saving are app/files.py."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Protocol
 
 from PySide6.QtCore import QSettings, Qt
-from PySide6.QtGui import QUndoStack
-from PySide6.QtWidgets import QFileDialog, QMessageBox, QProgressDialog, QStatusBar, QWidget
+from PySide6.QtWidgets import QProgressDialog, QStatusBar, QWidget
 
 from app.banner import Banner
 from app.bridge import EngineBridge
@@ -29,7 +28,6 @@ class Host(Protocol):
     """What the flows use of the window."""
 
     troupe: Troupe
-    undo: QUndoStack
     banner: Banner
     pending: Pending
     settings: QSettings
@@ -41,73 +39,6 @@ class Host(Protocol):
     def window(self) -> QWidget: ...
 
     def statusBar(self) -> QStatusBar: ...
-
-
-PROJECT_FILTER = "Troupe projects (*.json *.toml *.troupe);;All files (*)"
-
-
-class SaveFlow:
-    """Save the project without blocking; the undo stack's clean state is 'saved'."""
-
-    def __init__(self, window: Host) -> None:
-        self.w = window
-        self.saving_then = False
-        """True while an action the director confirmed runs after its save."""
-
-    def save(self, then: Callable[[], None] | None = None) -> bool:
-        path = self.w.troupe.projects.path  # NB: one reference read
-        if path is None:
-            return self.save_as(then)
-        self._save(path, then)
-        return True
-
-    def save_as(self, then: Callable[[], None] | None = None) -> bool:
-        path, _ = QFileDialog.getSaveFileName(
-            self.w.window(), "Save project", "show.troupe.json", PROJECT_FILTER
-        )
-        if path:
-            self._save(Path(path), then)
-        return bool(path)
-
-    def _save(self, path: Path, then: Callable[[], None] | None) -> None:
-        w = self.w
-        mark = w.undo.index()
-
-        def saved(_: object) -> None:
-            if w.undo.index() == mark:
-                w.undo.setClean()
-            w.statusBar().showMessage(f"saved {path}", 5000)
-            if then is not None:
-                then()
-
-        w.pending.watch(w.troupe.projects.save(path), "saving the project",
-                        lambda msg: w.banner.show_message(f"could not save: {msg}"), saved)  # fmt: skip
-
-    def confirm(self, retry: Callable[[], object]) -> bool:
-        """True to go on now. With unsaved edits, ask: Save (then `retry` once saved),
-        Discard (go on), or Cancel (stay)."""
-        w = self.w
-        if w.undo.isClean() or self.saving_then:
-            return True
-        buttons = QMessageBox.StandardButton
-        answer = QMessageBox.question(
-            w.window(), "Unsaved changes",
-            f"The show has unsaved changes ({w.undo.undoText() or 'edits'}…). Save them first?",
-            buttons.Save | buttons.Discard | buttons.Cancel, buttons.Save,
-        )  # fmt: skip
-        if answer == buttons.Discard:
-            return True
-        if answer == buttons.Save:
-
-            def after() -> None:
-                self.saving_then = True
-                try:
-                    retry()
-                finally:
-                    self.saving_then = False
-
-            self.save(after)
-        return False
 
 
 class RenderFlow:

@@ -33,9 +33,9 @@ def run_gui(args: argparse.Namespace) -> int:
     window = MainWindow(troupe)
     given = getattr(args, "gui_script", None)
     if given is not None:  # a double-click in the file manager: a script or a project
-        window.open_paths([Path(given)])
+        window.files.open_paths([Path(given)])
     else:
-        window.open_script(DEMO)
+        window.files.open_script(DEMO)
     window.show()
     _quit_on_signals(app)
     code = _smoke(app, window) if getattr(args, "smoke", False) else app.exec()
@@ -70,7 +70,7 @@ def _smoke(app: QApplication, window: MainWindow) -> int:
     whether audio flowed."""
     import time
 
-    if not window.ensure_output():
+    if not window.output.open_and_wait():
         print("troupe --smoke: could not open the audio output", file=sys.stderr)
         return 1
     window.play()

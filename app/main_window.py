@@ -1,10 +1,11 @@
 """The director window: cue list with GO, role timeline, priority heatmap, latency monitor,
 cast panel, ad-lib box, transport and export. It reaches the engine only through
-the facades of `engine.control.Troupe` and draws the snapshots `EngineBridge` hands it."""
+the facades of `engine.control.Troupe` and draws the snapshots `EngineBridge` hands it.
+Opening and saving the show's files are `Files` (app/files.py), the audio output
+`OutputChoice` (app/output_choice.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt
@@ -12,7 +13,6 @@ from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QResizeEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QDockWidget,
-    QFileDialog,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -29,23 +29,21 @@ from app.bridge import EngineBridge, SnapshotSource
 from app.cast_panel import CastPanel
 from app.cue_list import CueList
 from app.editing import DeleteAdlib, EditLine, KeepAdlib, Recast, voice_fields
-from app.flows import PROJECT_FILTER, RenderFlow, SaveFlow, VoiceFlow
-from app.import_dialog import ImportDialog, review_import
+from app.files import Files
+from app.flows import RenderFlow, VoiceFlow
 from app.jobs import RenderJob
 from app.menus import Commands, build_menus
 from app.monitor import LatencyMonitor
+from app.output_choice import OutputChoice
 from app.pending import Pending
 from app.recovery import RecoveryOffer
 from app.session import Session
 from app.show_clock import ShowClock
 from app.show_view import ShowView
 from app.voice_browser import VoiceBrowser
-from engine.control import SCRIPT_SUFFIXES, EngineSnapshot, ImportOptions, Troupe, wait
+from engine.control import EngineSnapshot, Troupe
 from engine.core.errors import TroupeError
-from engine.core.types import Script
 
-PROJECT_SUFFIXES = {".json", ".toml", ".troupe"}
-SCRIPT_FILTER = f"Scripts ({' '.join('*' + s for s in sorted(SCRIPT_SUFFIXES))});;All files (*)"
 DEMO = assets.DEMO
 DOCK_SHARE, DOCK_MIN_PX, DOCK_MAX_PX = 0.3, 200, 320
 """The docks' share of the window's height, and its bounds."""
@@ -85,7 +83,7 @@ class MainWindow(QMainWindow):
         self.cast.voice_changed.connect(self._recast)
         self.cast.browse_requested.connect(self.browse_voices)
         self.render_flow = RenderFlow(self)
-        self.saving = SaveFlow(self)
+        self.files = Files(self)
         self.voice_flow = VoiceFlow(self, self._recast)
         self.adlib_role = QComboBox()
         self.adlib_text = QLineEdit()
@@ -97,20 +95,17 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.busy)
         self.statusBar().addPermanentWidget(self.status)
         self.pending = Pending(self.busy, self)
-        self.import_dialog: ImportDialog | None = None
-        """The import report open for a script with something to check (None: none open)."""
+        self.output = OutputChoice(troupe.output, self.pending, self.banner)
         self._build_layout()
         self.undo = QUndoStack(self)
-        self._saving_then = False
         self.ask_on_close = True
         """Ask about unsaved changes on close (not once the application is quitting)."""
-        """True while an action the director confirmed runs after its save."""
         commands = Commands(
-            open_script=self.open_dialog,
-            open_project=self.open_project_dialog,
-            fill_recent=self._fill_recent,
-            save=self.save_project,
-            save_as=self.save_project_as,
+            open_script=self.files.open_script_dialog,
+            open_project=self.files.open_project_dialog,
+            fill_recent=self.files.fill_recent,
+            save=self.files.save,
+            save_as=self.files.save_as,
             render=lambda stems: self.render_dialog(stems=stems),
             quit=self._quit,
             find_role=self.show_view.filter.setFocus,
@@ -125,14 +120,14 @@ class MainWindow(QMainWindow):
         )
         follow = self.show_view.follow
         self.menus = build_menus(self, commands, troupe.transport, self.undo, self.docks, follow,
-                                 self._devices(), self.default_device_label())  # fmt: skip
+                                 self.output.devices(), self.output.default_label())  # fmt: skip
         self.bridge = EngineBridge(source or troupe.monitor, parent=self)
         self.bridge.snapshot_changed.connect(self.apply_snapshot)
         self.bridge.message_posted.connect(self.banner.show_message)
         self.bridge.start()
         self.session.restore_window(self)
         self.cues.restore_state(self.settings)
-        self.session.start(self.recovery, self._recover)
+        self.session.start(self.recovery, self.files.recover)
 
     # --- layout ---------------------------------------------------------------------
     def _build_layout(self) -> None:
@@ -201,121 +196,7 @@ class MainWindow(QMainWindow):
         self.status.setText(f"{snap.title or 'no script'}  ·  {snap.status}  ·  {head} / {end}")
         self.setWindowTitle(f"Troupe — {snap.title}" if snap.title else "Troupe")
 
-    # --- scripts and projects -----------------------------------------------------------
-    def open_script(self, path: str | Path) -> bool:
-        """Import a script; on a bad file show the importer's message and keep the show.
-        True when the file read cleanly (it becomes the show a moment later)."""
-        if not self.confirm_unsaved(lambda: self.open_script(path)):
-            return False
-        serial = self.banner.serial
-
-        def opened(script: Script) -> None:
-            self.session.add_recent(Path(path))
-            self._opened(serial)
-            self.statusBar().showMessage(f"opened {script.title}: {len(script.cues)} lines", 5000)
-
-        def load(options: ImportOptions) -> None:
-            try:
-                future = self.troupe.projects.load(path, options=options)
-            except TroupeError as exc:
-                self.banner.show_message(str(exc))
-                return
-            self.pending.watch(future, f"opening {Path(path).name}", self.banner.show_message, opened)
-
-        try:  # the import report first where the file has something to check
-            self.import_dialog = review_import(self, Path(path), load)
-        except TroupeError as exc:
-            self.banner.show_message(str(exc))
-            return False
-        return True
-
-    def open_project(self, path: str | Path) -> bool:
-        if not self.confirm_unsaved(lambda: self.open_project(path)):
-            return False
-        serial = self.banner.serial
-        try:
-            future = self.troupe.projects.open(path)
-        except TroupeError as exc:
-            self.banner.show_message(str(exc))
-            return False
-
-        def opened(_script: Script) -> None:
-            self.session.add_recent(Path(path))
-            self._opened(serial)
-
-        self.pending.watch(future, f"opening {Path(path).name}", self.banner.show_message, opened)
-        return True
-
-    def open_paths(self, paths: list[Path]) -> None:
-        """Open what was dropped: a project, or the first script that imports cleanly."""
-        for p in paths:
-            if p.suffix.lower() in PROJECT_SUFFIXES:
-                self.open_project(p)
-                return
-        for p in paths:
-            if self.open_script(p):
-                return
-
-    def open_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open script", "", SCRIPT_FILTER)
-        if path:
-            self.open_script(path)
-
-    def open_project_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open project", "", PROJECT_FILTER)
-        if path:
-            self.open_project(path)
-
-    def _fill_recent(self) -> None:
-        self.menus.recent.clear()
-        for p in self.session.recent():
-            act = self.menus.recent.addAction(str(p))
-            act.triggered.connect(lambda _=False, path=p: self.open_paths([path]))
-        if not self.menus.recent.actions():
-            self.menus.recent.addAction("(none)").setEnabled(False)
-
-    def _opened(self, banner_serial: int) -> None:
-        """A script or project became the show: old edits cannot be undone into it, and an
-        error shown before the command started no longer applies."""
-        self.undo.clear()
-        self.undo.setClean()
-        self.banner.clear_error(banner_serial)
-        self.bridge.poll()
-
-    def save_project(self, then: Callable[[], None] | None = None) -> bool:
-        """Save to the project's file (asking where if it has none); False if the director
-        cancelled. `then` runs once the save succeeded."""
-        return self.saving.save(then)
-
-    def save_project_as(self, then: Callable[[], None] | None = None) -> bool:
-        return self.saving.save_as(then)
-
-    def confirm_unsaved(self, retry: Callable[[], object]) -> bool:
-        """True to go on now; with unsaved edits the director chooses (see `SaveFlow`)."""
-        return self.saving.confirm(retry)
-
-    def _recover(self, path: Path) -> None:
-        """Open a recovery file; Save then goes to the crashed session's own project file
-        (or asks where, if it had none), never into the recovery file."""
-        origin = self.session.origin(path)
-        serial = self.banner.serial
-        try:
-            future = self.troupe.projects.recover(path, origin)
-        except TroupeError as exc:
-            self.banner.show_message(str(exc))
-            return
-
-        def opened(_script: Script) -> None:
-            self.session.discard(path)
-            self._opened(serial)
-            self.undo.resetClean()  # recovered edits are not saved anywhere yet: Quit asks
-            where = f"Save goes to {origin}" if origin else "Save asks where to save it"
-            self.banner.show_message(
-                f"recovered the cast and edits of the session that did not close; {where}", kind="success"
-            )
-
-        self.pending.watch(future, "recovering", self.banner.show_message, opened)
-
+    # --- dropped files (opened by `files`) ----------------------------------------------
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
         urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
         if any(u.isLocalFile() for u in urls):
@@ -324,40 +205,17 @@ class MainWindow(QMainWindow):
     def dropEvent(self, event: QDropEvent) -> None:
         paths = [Path(u.toLocalFile()) for u in event.mimeData().urls() if u.isLocalFile()]
         event.acceptProposedAction()
-        self.open_paths(paths)
+        self.files.open_paths(paths)
 
     # --- director commands ------------------------------------------------------------
     def play(self) -> None:
-        self.with_output(self.troupe.transport.play)
+        self.output.when_open(self.troupe.transport.play)
 
     def go(self) -> None:
-        self.with_output(self.troupe.transport.go)
-
-    def with_output(self, then: Callable[[], object]) -> None:
-        """Run `then` once the audio output is open (opening it first if needed, without
-        waiting on it here: the device may take a while, or fail with a message)."""
-        if self.troupe.output.is_open:
-            then()
-            return
-        self.pending.watch(self.troupe.output.open(), "opening the audio output",
-                           lambda msg: self.banner.show_message(f"audio output: {msg}"),
-                           lambda _: then())  # fmt: skip
-
-    def ensure_output(self) -> bool:
-        """Open the output and wait for it (the --smoke self-test; slots use `with_output`)."""
-        if self.troupe.output.is_open:
-            return True
-        try:
-            wait(self.troupe.output.open(), 30)
-        except TroupeError as exc:
-            self.banner.show_message(f"audio output: {exc}")
-            return False
-        return True
+        self.output.when_open(self.troupe.transport.go)
 
     def _device_chosen(self, index: int) -> None:
-        self.pending.watch(self.troupe.output.set_device(self.menus.devices.itemData(index)),
-                           "switching the audio output",
-                           lambda msg: self.banner.show_message(f"audio output: {msg}"))  # fmt: skip
+        self.output.choose(self.menus.devices.itemData(index))
 
     def speak_adlib(self) -> None:
         role, text = self.adlib_role.currentText(), self.adlib_text.text()
@@ -453,23 +311,11 @@ class MainWindow(QMainWindow):
         except TroupeError:
             return []
 
-    def _devices(self) -> list[str]:
-        try:
-            return self.troupe.output.devices()
-        except TroupeError as exc:
-            self.banner.show_message(f"audio output: {exc}")
-            return []
-
     def _quit(self) -> None:
         self.close()  # NB: a slot that returns None; QWidget.close's bool upsets PySide6's refcounts
 
-    def default_device_label(self) -> str:
-        """What the output chooser's first entry says: the device the command line chose."""
-        device = self.troupe.output.device
-        return "Default output" if device is None else f"{device} (as started)"
-
     def closeEvent(self, event: QCloseEvent) -> None:
-        if self.ask_on_close and not self.confirm_unsaved(self.close):
+        if self.ask_on_close and not self.files.confirm_unsaved(self.close):
             event.ignore()
             return
         self.bridge.stop()

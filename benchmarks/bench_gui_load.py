@@ -57,7 +57,7 @@ def run_window(app: QApplication, seconds: float, mode: str, device: str,
     window = MainWindow(troupe, QSettings(str(tmp / "s.ini"), QSettings.Format.IniFormat), tmp)
     window.resize(1600, 1000)
     window.show()
-    window.open_script(_long_show(tmp, n_roles))
+    window.files.open_script(_long_show(tmp, n_roles))
     window.play()
     if reference is not None:
         reference.start()

@@ -13,7 +13,7 @@ from engine.control import Troupe
 
 
 def _open_demo(qtbot, w) -> None:  # type: ignore[no-untyped-def]
-    assert w.open_script(DEMO)
+    assert w.files.open_script(DEMO)
     qtbot.waitUntil(lambda: w.pending.idle and w.cue_model.rowCount() > 3)
 
 
@@ -95,7 +95,7 @@ def test_open_with_unsaved_changes_asks(qtbot, troupe: Troupe, make_window, monk
     _dirty(qtbot, w, troupe)
     before = troupe.engine.script
     monkeypatch.setattr(QMessageBox, "question", lambda *_a: QMessageBox.StandardButton.Cancel)
-    assert not w.open_script(testdata / "brick_and_steel.fountain")  # cancelled: the show stays
+    assert not w.files.open_script(testdata / "brick_and_steel.fountain")  # cancelled: the show stays
     assert troupe.engine.script is before and not w.undo.isClean()
     asked: list[str] = []
 
@@ -104,7 +104,7 @@ def test_open_with_unsaved_changes_asks(qtbot, troupe: Troupe, make_window, monk
         return QMessageBox.StandardButton.Discard
 
     monkeypatch.setattr(QMessageBox, "question", discard)
-    assert w.open_script(testdata / "brick_and_steel.fountain")
+    assert w.files.open_script(testdata / "brick_and_steel.fountain")
     qtbot.waitUntil(lambda: troupe.engine.script is not before and w.pending.idle)
     assert asked == ["Unsaved changes"] and w.undo.isClean()
 
@@ -116,7 +116,7 @@ def test_save_answer_saves_then_opens(qtbot, troupe: Troupe, make_window, monkey
     target = tmp_path / "show.troupe.json"
     monkeypatch.setattr(QMessageBox, "question", lambda *_a: QMessageBox.StandardButton.Save)
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *_a: (str(target), ""))
-    assert not w.open_script(testdata / "brick_and_steel.fountain")  # not yet: saving first
+    assert not w.files.open_script(testdata / "brick_and_steel.fountain")  # not yet: saving first
     qtbot.waitUntil(
         lambda: (
             troupe.engine.script is not None
@@ -141,7 +141,7 @@ def test_quit_with_unsaved_changes_can_be_cancelled(qtbot, troupe: Troupe, make_
 def test_success_clears_an_old_error_and_has_its_own_style(qtbot, troupe: Troupe, make_window,
                                                            testdata: Path) -> None:  # fmt: skip
     w = make_window(troupe)
-    w.open_script(testdata / "bad_encoding.fountain")
+    w.files.open_script(testdata / "bad_encoding.fountain")
     assert w.banner.isVisibleTo(w) and w.banner.kind == "error"
     _open_demo(qtbot, w)
     assert not w.banner.isVisibleTo(w)  # the later open succeeded: the old error goes

@@ -18,8 +18,8 @@ ARTIFACTS = ROOT / "tests" / "artifacts"
 
 def test_a_clean_script_opens_without_a_report(qtbot, troupe: Troupe, make_window, testdata: Path) -> None:
     w = make_window(troupe)
-    assert w.open_script(testdata / "brick_and_steel.fountain")
-    assert w.import_dialog is None
+    assert w.files.open_script(testdata / "brick_and_steel.fountain")
+    assert w.files.import_dialog is None
     qtbot.waitUntil(lambda: w.pending.idle and troupe.engine.script is not None)
 
 
@@ -28,8 +28,8 @@ def test_karaoke_styles_are_chosen_in_the_report(qtbot, troupe: Troupe, make_win
     w.resize(1366, 768)
     w.show()
     path = SUBS / "pyonfx_dangos_ed_karaoke.ass"
-    assert w.open_script(path)
-    dialog = w.import_dialog
+    assert w.files.open_script(path)
+    dialog = w.files.import_dialog
     assert isinstance(dialog, ImportDialog) and dialog.isVisible()
     assert troupe.engine.script is None  # nothing voiced before the director says so
     styles = [dialog.styles.item(k) for k in range(dialog.styles.count())]
@@ -49,8 +49,8 @@ def test_karaoke_styles_are_chosen_in_the_report(qtbot, troupe: Troupe, make_win
 
 def test_a_guessed_encoding_can_be_changed(qtbot, troupe: Troupe, make_window) -> None:
     w = make_window(troupe)
-    assert w.open_script(SUBS / "pysrt_windows-1252.srt")
-    dialog = w.import_dialog
+    assert w.files.open_script(SUBS / "pysrt_windows-1252.srt")
+    dialog = w.files.import_dialog
     assert isinstance(dialog, ImportDialog)
     assert dialog.encoding.currentText() == AUTOMATIC  # a guess is not a choice (nor saved as one)
     assert (
@@ -71,8 +71,8 @@ def test_a_guessed_encoding_can_be_changed(qtbot, troupe: Troupe, make_window) -
 
 def test_cancel_voices_nothing(qtbot, troupe: Troupe, make_window) -> None:
     w = make_window(troupe)
-    assert w.open_script(SUBS / "sdh_es.srt")
-    dialog = w.import_dialog
+    assert w.files.open_script(SUBS / "sdh_es.srt")
+    dialog = w.files.import_dialog
     assert isinstance(dialog, ImportDialog) and "guesses (3)" in dialog.text.toPlainText()
     dialog.reject()
     qtbot.wait(200)

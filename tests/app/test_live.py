@@ -27,7 +27,7 @@ def live_troupe(jack_device: int):  # type: ignore[no-untyped-def]
 
 def test_go_releases_the_next_cue(qtbot, live_troupe: Troupe, make_window) -> None:
     w = make_window(live_troupe)
-    w.open_script(DEMO)
+    w.files.open_script(DEMO)
     w.menus.stack.trigger()
     qtbot.waitUntil(lambda: live_troupe.engine.show is not None and live_troupe.engine.show.cue_stack)
     show = live_troupe.engine.show
@@ -64,7 +64,7 @@ def test_screenshot_of_a_playing_show(qtbot, live_troupe: Troupe, make_window) -
     w = make_window(live_troupe)
     w.resize(1600, 1000)
     w.show()
-    w.open_script(DEMO)
+    w.files.open_script(DEMO)
     if (
         "kokoro" in live_troupe.engine.scheduler.backends
     ):  # neural voices keep the queue busy: a fuller heatmap
@@ -106,7 +106,7 @@ def test_screenshot_of_fifty_roles(qtbot, live_troupe: Troupe, make_window, tmp_
     w = make_window(live_troupe)
     w.resize(1600, 1000)
     w.show()
-    w.open_script(big_show.write_script(tmp_path))
+    w.files.open_script(big_show.write_script(tmp_path))
     qtbot.waitUntil(lambda: len(w.cue_model.cues) == big_show.N_LINES, timeout=20_000)
     w.play()
     qtbot.waitUntil(lambda: live_troupe.monitor.snapshot().playhead_s > 6.0, timeout=30_000)

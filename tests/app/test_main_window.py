@@ -46,7 +46,7 @@ def test_dropped_script_shows_its_cues_and_roles(qtbot, troupe: Troupe, make_win
 
 def test_bad_file_shows_banner_and_keeps_the_show(qtbot, troupe: Troupe, make_window, testdata: Path) -> None:
     w = make_window(troupe)
-    assert w.open_script(DEMO)
+    assert w.files.open_script(DEMO)
     qtbot.waitUntil(lambda: w.pending.idle)
     before = troupe.engine.script
     _drop(w, testdata / "bad_encoding.fountain")
@@ -57,7 +57,7 @@ def test_bad_file_shows_banner_and_keeps_the_show(qtbot, troupe: Troupe, make_wi
 
 def test_edit_requeues_only_that_line(qtbot, troupe: Troupe, make_window) -> None:
     w = make_window(troupe)
-    w.open_script(DEMO)
+    w.files.open_script(DEMO)
     qtbot.waitUntil(lambda: w.pending.idle)
     show = troupe.engine.show
     assert show is not None
@@ -74,7 +74,7 @@ def test_edit_requeues_only_that_line(qtbot, troupe: Troupe, make_window) -> Non
 
 def test_empty_adlib_and_bad_setting_reach_the_banner(qtbot, troupe: Troupe, make_window) -> None:
     w = make_window(troupe)
-    w.open_script(DEMO)
+    w.files.open_script(DEMO)
     qtbot.waitUntil(lambda: w.adlib_role.count() > 0)
     w.adlib_text.setText("   ")
     w.speak_adlib()
@@ -105,7 +105,7 @@ def test_mute_and_solo_change_the_mix(qtbot, troupe: Troupe, make_window, tmp_pa
     lines = [f"ANNA: This is line number {k} of the long speech." for k in range(30)]
     script.write_text("\n".join([*lines, "BORIS: And I speak only at the very end."]) + "\n")
     w = make_window(troupe)
-    assert w.open_script(script)
+    assert w.files.open_script(script)
     qtbot.waitUntil(lambda: w.cast.roles == ("ANNA", "BORIS"))
     troupe.transport.play()
     qtbot.waitUntil(lambda: troupe.engine.ring.controls.playing)  # the callback plays only once the show does
@@ -127,7 +127,7 @@ def test_mute_and_solo_change_the_mix(qtbot, troupe: Troupe, make_window, tmp_pa
 
 def test_weight_slider_reaches_the_scheduler(qtbot, troupe: Troupe, make_window) -> None:
     w = make_window(troupe)
-    w.open_script(DEMO)
+    w.files.open_script(DEMO)
     qtbot.waitUntil(lambda: "OWEN" in w.cast.roles)
     w.cast.editor("OWEN", "weight").setValue(125)  # type: ignore[attr-defined]
     qtbot.waitUntil(lambda: troupe.engine.scheduler.weights.get("OWEN") == 12.5)
@@ -142,7 +142,7 @@ def test_render_job_writes_the_mix(
     qtbot, troupe: Troupe, make_window, tmp_path: Path, testdata: Path
 ) -> None:
     w = make_window(troupe)
-    w.open_script(testdata / "radio_play.txt")
+    w.files.open_script(testdata / "radio_play.txt")
     out = tmp_path / "show.wav"
     job = w.start_render(out, tmp_path / "stems")
     with qtbot.waitSignal(job.succeeded, timeout=60_000) as got:
@@ -153,7 +153,7 @@ def test_render_job_writes_the_mix(
 
 def test_render_fault_reaches_the_banner(qtbot, troupe: Troupe, make_window, tmp_path: Path) -> None:
     w = make_window(troupe)
-    w.open_script(DEMO)
+    w.files.open_script(DEMO)
     (tmp_path / "not_a_folder").write_text("")
     w.start_render(tmp_path / "not_a_folder" / "show.wav", None)
     qtbot.waitUntil(lambda: "it is a file, not a folder" in w.banner.text, timeout=60_000)
@@ -174,7 +174,7 @@ def test_render_with_stand_ins_tells_the_director(qtbot, troupe: Troupe, make_wi
 def test_autosave_and_recovery_after_a_crash(qtbot, troupe: Troupe, make_window, tmp_path: Path) -> None:
     data = tmp_path / "data"
     w = make_window(troupe, data_dir=data)
-    w.open_script(DEMO)
+    w.files.open_script(DEMO)
     troupe.casting.set_voice("IRIS", pitch=77)
     qtbot.waitUntil(lambda: troupe.engine.cast["IRIS"].pitch == 77)
     saved = w.session.autosave()
@@ -238,7 +238,7 @@ def test_qt_signals_keep_reference_counts() -> None:
 
 def test_timeline_click_selects_the_cue(qtbot, troupe: Troupe, make_window) -> None:
     w = make_window(troupe)
-    w.open_script(DEMO)
+    w.files.open_script(DEMO)
     qtbot.waitUntil(lambda: len(w.timeline.cues) > 3)
     cue = w.timeline.cues[3]
     row = w.timeline.roles.index(cue.role)
@@ -259,9 +259,9 @@ def test_no_slot_waits_for_a_busy_engine(qtbot, troupe: Troupe, make_window, tmp
         gate.wait(30)
 
     troupe.engine.command(stuck)  # the troupe thread is busy
-    assert w.open_script(DEMO)
+    assert w.files.open_script(DEMO)
     assert w.busy.isVisibleTo(w) and "opening the_last_broadcast.fountain" in w.busy.text()
-    w.saving._save(tmp_path / "p.troupe.json", None)
+    w.files._save(tmp_path / "p.troupe.json", None)
     with pytest.raises(EngineBusy, match=r"did not answer within 0\.2 s"):
         troupe.engine.call(lambda: None, timeout_s=0.2)  # what the CLI would get: a message
     gate.set()

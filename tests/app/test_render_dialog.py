@@ -41,7 +41,7 @@ def test_the_demo_renders_to_documents_not_the_install() -> None:
 def test_window_renders_the_chosen_range(qtbot, troupe: Troupe, make_window, tmp_path: Path,
                                          monkeypatch, testdata: Path) -> None:  # fmt: skip
     w = make_window(troupe)
-    w.open_script(testdata / "radio_play.txt")
+    w.files.open_script(testdata / "radio_play.txt")
     qtbot.waitUntil(lambda: w.cue_model.rowCount() > 2)
     w.bridge.poll()
     w.cues.select_cue(1)
@@ -63,7 +63,7 @@ def test_window_renders_the_chosen_range(qtbot, troupe: Troupe, make_window, tmp
 def test_cancel_removes_partial_files_and_says_so(qtbot, troupe: Troupe, make_window, tmp_path: Path,
                                                  testdata: Path) -> None:  # fmt: skip
     w = make_window(troupe)
-    w.open_script(testdata / "radio_play.txt")
+    w.files.open_script(testdata / "radio_play.txt")
     qtbot.waitUntil(lambda: w.cue_model.rowCount() > 2)
     job = w.start_render(tmp_path / "show.wav", tmp_path / "stems")
     job.cancel()

@@ -51,7 +51,7 @@ def test_playing_show_names_now_and_next(qtbot, troupe, make_window, fake_source
 
 def test_engine_publishes_the_cue_go_starts(qtbot, troupe: Troupe, make_window) -> None:
     w = make_window(troupe)
-    w.open_script(DEMO)
+    w.files.open_script(DEMO)
     qtbot.waitUntil(lambda: w.cue_model.rowCount() > 0)
     assert troupe.monitor.snapshot().go_cue == 0  # stopped: GO starts the top
     first = troupe.monitor.snapshot().cues[0]

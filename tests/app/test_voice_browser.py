@@ -14,7 +14,7 @@ from engine.control import Troupe
 
 def _open(qtbot, troupe: Troupe, make_window):  # type: ignore[no-untyped-def]
     w = make_window(troupe)
-    w.open_script(DEMO)
+    w.files.open_script(DEMO)
     qtbot.waitUntil(lambda: "IRIS" in w.cast.shown)
     return w
 
