@@ -3,10 +3,10 @@ sample in the mix ring, and to its first audible sample (the callback's DAC time
 
 The demo drama plays on the JACK dummy device (paced at real time) through the engine,
 exactly as `main.py play` runs it; every `--interval-ms` one short ad-lib is typed for a
-random role, `--count` in all, while the scheduler is also voicing the show's lines. At the
-default, a director's pace (one a second, each about a second long), none is refused; a
-faster pace is refused past what the show takes at a time (`ADLIB_AHEAD_S`, the `refused`
-column), and `--flood N` types N at once.
+random role, `--count` in all, while the scheduler is also voicing the show's lines. An
+ad-lib typed while those before it still hold more than `ADLIB_AHEAD_S` of speech is
+refused (the `refused` column: at the default pace, one a second of lines up to ~1.7 s long,
+4 of 60); `--flood N` types N at once.
 
     jackd --no-realtime -d dummy -r 48000 -p 256 &   # if none is running
     python benchmarks/bench_adlib.py [--count 60] [--interval-ms 1000] [--repeats 3]
