@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from show_harness import settle
 
 from engine.audio_io.callback import RenderState, render
 from engine.audio_io.ring import MixRing
@@ -199,14 +200,7 @@ class Stage:
         return len(self._played) * BLOCK / SR
 
     def settle(self) -> None:
-        """Tick until no line is being voiced (waiting on the voice, not sleeping)."""
-        for _ in range(1000):
-            self.show.tick()
-            if not self.scheduler.busy:
-                self.show.tick()
-                return
-            self.scheduler.wake.wait(5)
-        raise AssertionError("the voice did not finish its lines")
+        settle(self.show, self.scheduler)
 
     def listen(self, seconds: float) -> None:
         for _ in range(max(0, round(seconds * SR / BLOCK))):

@@ -19,6 +19,17 @@ from engine.synthesis.espeak import EspeakSynthesizer
 SR = SAMPLE_RATE_HZ
 
 
+def settle(show: Show, scheduler: Scheduler) -> None:
+    """Tick `show` until no line is being voiced (waiting on the voice, not sleeping)."""
+    for _ in range(1000):
+        show.tick()
+        if not scheduler.busy:
+            show.tick()
+            return
+        scheduler.wake.wait(5)
+    raise AssertionError("the voice did not finish its lines")
+
+
 class Harness:
     """A show on the real espeak voice, with the callback played by the test."""
 
@@ -39,13 +50,7 @@ class Harness:
         self.played: list[np.ndarray] = []
 
     def settle(self) -> None:
-        """Tick until the scheduler has nothing in flight (waiting on it, not sleeping)."""
-        for _ in range(1000):
-            self.show.tick()
-            if not self.sched.busy:
-                self.show.tick()
-                return
-            self.sched.wake.wait(5)
+        settle(self.show, self.sched)
 
     def play(self, seconds: float) -> np.ndarray:
         start = len(self.played)
