@@ -118,3 +118,34 @@ def start_jack() -> subprocess.Popen[bytes] | None:
         except jack.JackOpenError:
             continue
     raise SystemExit("jackd did not start")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_serve(extra: list[str]) -> tuple[subprocess.Popen[bytes], str]:
+    """`main.py serve` on a free port, the take cache off (every request voiced), once it
+    answers /healthz: (the process, its URL). The caller stops it."""
+    import httpx
+
+    port = free_port()
+    env = {**os.environ, "TROUPE_TAKE_CACHE": "off"}
+    proc = subprocess.Popen([sys.executable, str(ROOT / "main.py"), "serve", "--port", str(port), *extra],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    proc.kill()
+    raise SystemExit("the server did not start")

@@ -21,16 +21,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import os
-import socket
 import statistics
 import subprocess
-import sys
 import time
 from typing import Any
 
 import httpx
-from _common import ROOT, save, table
+from _common import save, start_serve, table
 
 QUIET_S, ATTACK_S = 15.0, 25.0
 SLOW_BODIES, IDLE_SOCKETS = 260, 300
@@ -45,24 +42,8 @@ CONFIGS = {
 TEXT = "Hold the line, the ferry leaves at dawn."
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _start(extra: list[str]) -> tuple[subprocess.Popen[bytes], str]:
-    port = _port()
-    env = {**os.environ, "TROUPE_TAKE_CACHE": "off"}
-    proc = subprocess.Popen([sys.executable, str(ROOT / "main.py"), "serve", "--port", str(port), *extra],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                break
-        time.sleep(0.3)
+    proc, url = start_serve(extra)
     r = httpx.put(f"{url}/v1/roles/hero", json={"voice_id": "en-gb"}, timeout=10)
     r.raise_for_status()
     return proc, url

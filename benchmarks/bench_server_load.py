@@ -28,7 +28,6 @@ import contextlib
 import json
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -37,7 +36,7 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-from _common import RESULTS, ROOT, descendants, machine, rss_kib, save, table
+from _common import RESULTS, ROOT, descendants, free_port, machine, rss_kib, save, table
 from _http_load import load
 
 ROLES = {"LEAD": 10.0, "RIVAL": 4.0, "MENTOR": 3.0, "FRIEND": 3.0, "GUARD": 1.5, "CLERK": 1.0,
@@ -80,12 +79,6 @@ async def _load_sampled(url: str, jobs: list[tuple[str, str, dict[str, str]]], c
         await sampler
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _cpu_s(pid: int, tid: int | None = None) -> float:
     """CPU time (user + system) a process, or one of its threads, has used so far; 0 once
     it is gone."""
@@ -125,7 +118,7 @@ def serve(scenario: str, policy: str, processes: int, concurrency: int, seed: in
           env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:  # fmt: skip
     """A fresh server (`script serve`) on a free port, its voice models warm, the roles
     weighted and 200 requests of the scenario served (not counted); the caller stops it."""
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, str(script), "serve", "--port", str(port), "--metrics-port", "0",
                              "--policy", policy, "--processes", str(processes), *(extra or [])],
                             cwd=ROOT, env=env)  # fmt: skip

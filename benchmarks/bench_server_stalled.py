@@ -27,16 +27,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import socket
 import statistics
 import subprocess
-import sys
 import time
 from typing import Any
 
 import httpx
-from _common import ROOT, rss_kib, save, table
+from _common import rss_kib, save, start_serve, table
 
 CLIENTS = 30
 WINDOW_S = 25.0
@@ -66,27 +64,6 @@ def text(chars: int = 4096) -> str:
     return " ".join(words)[:chars].rsplit(" ", 1)[0] + "."
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _start(extra: list[str]) -> tuple[subprocess.Popen[bytes], int]:
-    port = _port()
-    env = {**os.environ, "TROUPE_TAKE_CACHE": "off"}
-    cmd = [sys.executable, str(ROOT / "main.py"), "serve", "--port", str(port), "--processes", "2", *extra]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
-                return proc, port
-        time.sleep(0.3)
-    proc.kill()
-    raise SystemExit("the server did not start")
-
-
 def stalled_client(port: int, body: dict[str, Any]) -> socket.socket:
     """A client that sends its request and never reads (a 4 KiB receive buffer)."""
     data = json.dumps(body).encode()
@@ -113,7 +90,8 @@ def drained(s: socket.socket, wait_s: float) -> tuple[int, bool]:
 
 
 def one_pass(name: str, extra: list[str]) -> dict[str, Any]:
-    proc, port = _start(extra)
+    proc, url = start_serve(["--processes", "2", *extra])
+    port = int(url.rsplit(":", 1)[1])
     body = {"model": "tts-1", "voice": "en-us", "input": text(), "response_format": "pcm"}
     try:
         with httpx.stream("POST", f"http://127.0.0.1:{port}/v1/audio/speech", json=body, timeout=300) as r:
