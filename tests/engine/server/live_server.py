@@ -18,6 +18,13 @@ from engine.server.http import create_app
 from engine.server.limits import ServerLimits, uvicorn_config
 
 
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (for a `main.py serve` process)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 @dataclass
 class LiveServer:
     url: str

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from live_server import LiveServer, _start, serving
+from live_server import LiveServer, _start, free_port, serving
 
 from engine.server import SpeechService, SpeechSettings
 from engine.server.limits import ServerLimits, host_allow_list
@@ -186,16 +186,10 @@ def _listening(port: int) -> str:
     return ""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads Linux's socket table")
 def test_metrics_port_binds_loopback_and_wants_the_token() -> None:
-    port, metrics = _free_port(), _free_port()
+    port, metrics = free_port(), free_port()
     cmd = [sys.executable, str(ROOT / "main.py"), "serve", "--host", "0.0.0.0", "--port", str(port),
            "--token", "T0k", "--metrics-port", str(metrics)]  # fmt: skip
     proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"},

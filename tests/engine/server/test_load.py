@@ -5,7 +5,6 @@ from __future__ import annotations
 import concurrent.futures
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from live_server import LiveServer, serving
+from live_server import LiveServer, free_port, serving
 
 from engine.scheduler import Backend
 from engine.server import SpeechService, SpeechSettings
@@ -131,15 +130,9 @@ def test_overload_is_refused_fast_with_retry_after_and_the_rest_is_served(tight_
     assert _wait_for(lambda: httpx.get(f"{tight_server.url}/readyz", timeout=5).status_code == 200, 10)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.mark.slow
 def test_sigterm_stops_the_server_within_five_seconds_with_clients_waiting() -> None:
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     cmd = [sys.executable, str(ROOT / "main.py"), "serve", "--port", str(port), "--metrics-port", "0"]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-from live_server import LiveServer, serving
+from live_server import LiveServer, free_port, serving
 
 from engine.core.errors import Overloaded
 from engine.server.limits import ServerLimits
@@ -164,9 +164,7 @@ def _rss_mb(pid: int) -> float:
 
 @pytest.mark.slow
 def test_thirty_stalled_clients_cost_the_server_under_50_mb() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     env = {**os.environ, "TROUPE_TAKE_CACHE": "off"}
     proc = subprocess.Popen([sys.executable, str(ROOT / "main.py"), "serve", "--port", str(port)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
