@@ -96,7 +96,8 @@ class Adlibs:
     def speak(self, role: RoleKey, text: str, voice: Voice | None = None) -> Request:
         """Queue an ad-lib: it is spliced in as soon as it is voiced."""
         show = self.show
-        ahead = self.backlog_s()
+        head = show.times.playhead_s
+        ahead = self.backlog_s(head)
         if ahead > ADLIB_AHEAD_S:
             raise TroupeError(refusal(ahead))
         voice = voice or show.cast[role]
@@ -110,26 +111,27 @@ class Adlibs:
         self.tracks.append(t)
         self._waiting.append(t)
         show.stats.adlibs.append(r)
-        self.refused_until = show.clock() + max(0.0, self.backlog_s() - ADLIB_AHEAD_S)
+        self.refused_until = show.clock() + max(0.0, ahead + self._left_s(t, head) - ADLIB_AHEAD_S)
         return r
 
-    def backlog_s(self) -> float:
-        """The ad-lib speech still ahead of the listener: for each ad-lib not yet voiced, the
-        voice's estimated time for it and its spoken length; for each spliced in, what is
-        left of it after the playhead."""
-        head = self.show.times.playhead_s
+    def backlog_s(self, head: float | None = None) -> float:
+        """The ad-lib speech still ahead of the listener (at show time `head`, default the
+        playhead): the sum of `_left_s` over the ad-libs not yet heard to their end."""
+        head = self.show.times.playhead_s if head is None else head
         self._waiting = [t for t in self._waiting if not t.deleted and t.state in _AHEAD
                          and (t.start_s is None or t.start_s + t.est_duration_s > head)]  # fmt: skip
-        backends = self.show.scheduler.backends
-        ahead = 0.0
-        for t in self._waiting:
-            r = t.requests[0] if t.requests else None
-            if t.start_s is not None:
-                ahead += t.start_s + t.est_duration_s - head
-            elif r is not None:
-                backend = backends.get(r.backend)
-                ahead += (backend.cost_s(r) if backend is not None else 0.0) + r.est_audio_s
-        return ahead
+        return sum(self._left_s(t, head) for t in self._waiting)
+
+    def _left_s(self, t: CueTrack, head: float) -> float:
+        """What is left of ad-lib `t` for the listener: not yet voiced, the voice's estimated
+        time for it and its spoken length; spliced in, what is left of it after `head`."""
+        if t.start_s is not None:
+            return t.start_s + t.est_duration_s - head
+        r = t.requests[0] if t.requests else None
+        if r is None:
+            return 0.0
+        backend = self.show.scheduler.backends.get(r.backend)
+        return (backend.cost_s(r) if backend is not None else 0.0) + r.est_audio_s
 
     def _scene_now(self) -> int:
         head = self.show.times.playhead_s
