@@ -95,15 +95,20 @@ def _synth(processes: int, cast: Cast | None = None, rate_hz: int = 48_000):  # 
     return Router(build_synthesizers(spec), sample_rate_hz=rate_hz)
 
 
-def _cluster(address: str, processes: int):  # type: ignore[no-untyped-def]
-    """The Ray cluster at `address` (or `auto`) as one synthesizer, workers started on its nodes."""
+def _cluster(address: str, processes: int, rate_hz: int = 48_000):  # type: ignore[no-untyped-def]
+    """The Ray cluster at `address` (or `auto`) as one synthesizer over every backend its workers
+    voice (started on its nodes, each with as many espeak-ng processes as it has CPUs, or
+    `processes` where more than 1 is asked), standing in as on one machine."""
     from engine.core.errors import TroupeError
+    from engine.synthesis.router import Router
 
     try:
         from engine.cluster.connect import open_cluster
     except ImportError as exc:
         raise TroupeError(f"--cluster needs Ray: pip install -e '.[cluster]' ({exc})") from exc
-    return open_cluster(address, processes=processes)
+    return Router(
+        open_cluster(address, processes=processes if processes > 1 else None), sample_rate_hz=rate_hz
+    )
 
 
 def _render_progress():  # type: ignore[no-untyped-def]
@@ -155,7 +160,8 @@ def cmd_render(args: argparse.Namespace) -> int:
     _stop_on_signals()  # SIGTERM and SIGHUP end a render as Ctrl+C does: its partial files go
     # first: its workers start while the script loads
     rate = args.sample_rate
-    synths = [_cluster(args.cluster, args.processes) if args.cluster else _synth(args.processes, None, rate)]
+    local = not args.cluster
+    synths = [_synth(args.processes, None, rate) if local else _cluster(args.cluster, args.processes, rate)]
     try:
         script, cast, edits = _load(args)
         if not args.cluster and any(v.backend in ("kokoro", "piper") for v in cast.voices.values()):
@@ -287,6 +293,7 @@ def cmd_play(args: argparse.Namespace) -> int:
         output=OutputSettings(args.device, args.block),
         audio_process=not args.in_process_audio,
         policy=args.policy,
+        cluster=args.cluster or "",
     )
     troupe = Troupe(settings)
     try:
@@ -594,7 +601,8 @@ def cmd_build_engine(args: argparse.Namespace) -> int:
 
 CLUSTER_HELP = (
     "voice on the Ray cluster at ADDRESS (HOST:6379, from 'ray start --head'), one worker per node "
-    "with --processes espeak-ng processes each; 'auto': this machine's cluster, or a local one"
+    "voicing every backend the cast uses, with as many espeak-ng processes as the node has CPUs "
+    "(or --processes); 'auto': this machine's cluster, or a local one"
 )
 
 
@@ -703,6 +711,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--audio-process", action="store_true", help=argparse.SUPPRESS)  # the default now
     pl.add_argument("--seconds", type=SECONDS, default=0.0, help="stop after this long (0: at the end)")
     pl.add_argument("--policy", default="role_aware", choices=["role_aware", "fifo"])
+    pl.add_argument("--cluster", metavar="ADDRESS", help=CLUSTER_HELP + " (the mix and the output stay here)")
     pl.set_defaults(func=cmd_play)
 
     vo = sub.add_parser("voices", help="list voices; design the voice library")

@@ -36,7 +36,7 @@ from engine.mixer import Pacing
 from engine.mixer.envelope import EnvelopeCache
 from engine.mixer.meters import Meters
 from engine.scheduler import Request, Scheduler, SchedulerConfig, State
-from engine.scheduler.backend import standard_backends
+from engine.scheduler.backend import cluster_backends, standard_backends
 from engine.scheduler.urgency import urgency
 from engine.script import SUFFIXES
 from engine.show import Show
@@ -79,6 +79,9 @@ class EngineSettings:
     ring_frames: int = 1 << 15
     neural: bool = True
     """Offer Kokoro voices when the neural extra is installed."""
+    cluster: str = ""
+    """Voice on the Ray cluster at this address (`auto`: this machine's, or a local one); the
+    scheduler, the mix and the output stay here. Empty: voice here."""
 
 
 class Engine:
@@ -90,7 +93,10 @@ class Engine:
         steady_heap()
         self.ring = MixRing(self.settings.ring_frames)
         # Neural models load when a role is first cast to them (see `_warm_up`), not at start.
-        backends = standard_backends(self.settings.processes, self.settings.neural, warm_up=False)
+        if self.settings.cluster:
+            backends = cluster_backends(self.settings.cluster, self.settings.processes, self.settings.neural)
+        else:
+            backends = standard_backends(self.settings.processes, self.settings.neural, warm_up=False)
         self.scheduler = Scheduler(backends, SchedulerConfig(policy=self.settings.policy), clock)
         self.script: Script | None = None
         self.cast = Cast()

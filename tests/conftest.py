@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -102,3 +104,30 @@ def jack_device() -> Iterator[int]:
     if proc is not None:
         proc.terminate()
         proc.wait(10)
+
+
+# One local Ray cluster for the whole test session: a head node and a second worker node on
+# this machine, one CPU each, started once (about 35 s) and shut down at the end.
+_HAVE_RAY = importlib.util.find_spec("ray") is not None
+_NO_RAY = "Ray is not installed (pip install -e '.[cluster]' installs it; .ci/run does)"
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[Any]:
+    if not _HAVE_RAY:
+        pytest.skip(_NO_RAY)
+    import ray
+    from ray.cluster_utils import Cluster
+
+    from engine.cluster.connect import connect
+
+    # NB: Ray binds this machine's own address (asked for 127.0.0.1, its client connects to
+    # the node's address and never finds the head); the cluster is local all the same.
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    try:
+        cluster.add_node(num_cpus=1)
+        connect(cluster.address)
+        yield cluster
+    finally:
+        ray.shutdown()
+        cluster.shutdown()

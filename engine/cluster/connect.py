@@ -8,9 +8,12 @@ machine has joined if there is one, else a local one started here for this proce
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
+import math
 import os
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -56,61 +59,116 @@ def connect(address: str, num_cpus: int | None = None) -> bool:
     return True
 
 
+START_TIMEOUT_S = 120.0
+"""How long a node has to start its worker (load its voices) before it is skipped."""
+RETRY_SKIPPED_S = 60.0
+"""A skipped node is tried again after this long (it may have come back)."""
+MODEL_MEMORY_MB = {"espeak": 150, "natural": 900}
+"""What a worker declares to Ray as its memory (espeak-ng alone; with Kokoro and Piper
+loaded: the two sessions, a call's working memory and the take cache's index)."""
+
+
 class RayCluster:
     """Worker actors on the nodes of a Ray cluster, under one `ClusterHead`."""
 
     def __init__(
         self,
         head: ClusterHead | None = None,
-        processes: int = 1,
+        processes: int | None = None,
         workers_per_node: int = 1,
         neural: bool = False,
         heartbeat_s: float | None = HEARTBEAT_S,
         simulated: dict[str, float] | None = None,
+        start_timeout_s: float = START_TIMEOUT_S,
     ) -> None:
-        """`processes`: espeak-ng processes per worker (its capacity); `heartbeat_s` None:
-        membership and rebalancing only when `refresh` is called (tests)."""
+        """`processes`: espeak-ng processes per worker (its capacity; None: the node's CPUs
+        shared by its workers); `neural`: workers voice Kokoro (and the voice library) and
+        Piper too; `heartbeat_s` None: membership and rebalancing only when `refresh` is
+        called (tests)."""
         self.head = head or ClusterHead()
         self.processes = processes
         self.workers_per_node = workers_per_node
         self.neural = neural
         self.simulated = simulated
+        self.start_timeout_s = start_timeout_s
+        self.skipped: dict[str, tuple[float, str]] = {}
+        """Nodes that did not start a worker: node id -> (when, why); tried again later."""
+        self._incarnations = itertools.count(1)
         self._actor: Any = ray.remote(SynthWorker)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.refresh()
         if not self.head.workers:
-            raise SynthesisError("the Ray cluster has no node that can run a Troupe worker")
+            why = "; ".join(w for _, w in self.skipped.values())
+            raise SynthesisError(
+                "the Ray cluster has no node that can run a Troupe worker" + (f" ({why})" if why else "")
+            )
         if heartbeat_s is not None:
             self._thread = threading.Thread(target=self._beat, args=(heartbeat_s,), name="troupe-cluster",
                                             daemon=True)  # fmt: skip
             self._thread.start()
 
     def refresh(self) -> list[str]:
-        """Start workers on nodes that joined; the ids of the workers started."""
-        started = []
+        """Start workers on nodes that joined (all at once, each within the start timeout;
+        a node that cannot start one is skipped with a warning); the ids of those started."""
         have = Counter(w.node for w in self.head.workers.values() if not w.dead)
         nodes: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
+        now = time.monotonic()
+        starting: dict[Any, tuple[str, Any, str]] = {}
         for node in nodes:
-            if not node.get("Alive"):
-                continue
             node_id = str(node["NodeID"])
-            for k in range(have.get(node_id, 0), self.workers_per_node):
-                started.append(self._start(node_id, str(node.get("NodeManagerAddress", "")), k))
+            if not node.get("Alive") or now - self.skipped.get(node_id, (-math.inf, ""))[0] < RETRY_SKIPPED_S:
+                continue
+            host = str(node.get("NodeManagerAddress", ""))
+            for _ in range(have.get(node_id, 0), self.workers_per_node):
+                worker_id = f"{host}/{node_id[:8]}/{next(self._incarnations)}"
+                handle = self._launch(node_id, node.get("Resources", {}), worker_id)
+                starting[handle.info.remote()] = (worker_id, handle, node_id)
+        if not starting:
+            return []
+        ready, late = ray.wait(list(starting), num_returns=len(starting), timeout=self.start_timeout_s)
+        started = []
+        for ref in ready:
+            worker_id, handle, node_id = starting[ref]
+            try:
+                info: dict[str, Any] = ray.get(ref)
+            except Exception as exc:  # unschedulable (a dead node still listed), or its voices failed to load
+                self._skip(node_id, handle, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+                continue
+            self.head.add_worker(worker_id, handle, float(info["capacity"]), node_id, int(info["pid"]),
+                                 backends=dict(info["backends"]))  # fmt: skip
+            log.info("cluster: worker %s joined (pid %s on %s)", worker_id, info["pid"], info["host"])
+            self.skipped.pop(node_id, None)
+            started.append(worker_id)
+        for ref in late:
+            _, handle, node_id = starting[ref]
+            self._skip(node_id, handle, f"no worker started in {self.start_timeout_s:.0f} s")
         return started
 
-    def _start(self, node_id: str, host: str, k: int) -> str:
-        worker_id = f"{host}/{node_id[:8]}/{k}"
-        handle: Any = self._actor.options(
-            num_cpus=0,  # NB: capacity is ours to weigh; a worker must start on a node with 1 CPU
-            max_concurrency=4,  # a heartbeat is answered while a batch voices
-            max_restarts=0,
-            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
-        ).remote(worker_id, self.processes, self.neural, self.simulated)
-        info: dict[str, Any] = ray.get(handle.info.remote())
-        self.head.add_worker(worker_id, handle, float(info["capacity"]), node_id, int(info["pid"]))
-        log.info("cluster: worker %s joined (pid %s on %s)", worker_id, info["pid"], info["host"])
-        return worker_id
+    def _launch(self, node_id: str, resources: dict[str, float], worker_id: str) -> Any:
+        """A worker actor on `node_id`, declaring its share of the node's CPUs (its espeak-ng
+        processes: its capacity), its model's memory and the node's GPU where there is one."""
+        cpus = float(resources.get("CPU", 1.0)) / self.workers_per_node
+        processes = self.processes or max(1, int(cpus))
+        gpus = float(resources.get("GPU", 0.0)) / self.workers_per_node if self.neural else 0.0
+        memory = MODEL_MEMORY_MB["natural" if self.neural else "espeak"] * 2**20
+        options: dict[str, Any] = {
+            "num_cpus": min(cpus, float(processes)),
+            "memory": memory,
+            "max_concurrency": 4,  # a heartbeat is answered while a batch voices
+            "max_restarts": 0,
+            "scheduling_strategy": NodeAffinitySchedulingStrategy(node_id, soft=False),
+        }
+        if gpus > 0:
+            options["num_gpus"] = gpus
+        return self._actor.options(**options).remote(worker_id, processes, self.neural, self.simulated)
+
+    def _skip(self, node_id: str, handle: Any, why: str) -> None:
+        self.skipped[node_id] = (time.monotonic(), why)
+        log.warning("troupe cluster: node %s skipped: %s (tried again in %.0f s)", node_id[:8], why,
+                    RETRY_SKIPPED_S)  # fmt: skip
+        with contextlib.suppress(Exception):
+            ray.kill(handle)
 
     def _beat(self, every_s: float) -> None:
         while not self._stop.wait(every_s):
@@ -132,15 +190,20 @@ class RayCluster:
 
 
 class ClusterSynthesizer:
-    """The cluster as one `Synthesizer`: what a render, a show or the server voices through."""
+    """One backend's voices on the cluster as a `Synthesizer` (what a render's router, a
+    show's or the server's scheduler voices through); the views of one cluster share its head,
+    and the one that `owns` it closes it."""
 
-    sample_rate_hz = SAMPLE_RATE_HZ
-
-    def __init__(self, cluster: RayCluster, name: str = "espeak", started_ray: bool = False) -> None:
+    def __init__(self, cluster: RayCluster, name: str = "espeak", started_ray: bool = False,
+                 owns: bool = True) -> None:  # fmt: skip
         self.cluster = cluster
         self.head = cluster.head
         self.name = name
         self.started_ray = started_ray
+        self.owns = owns
+        rates = [w.backends.get(name) for w in self.head.workers.values() if w.alive and w.backends]
+        self.sample_rate_hz = next((r for r in rates if r), SAMPLE_RATE_HZ)
+        """The backend's own rate, as the workers voice it (the head's router resamples)."""
         self.max_batch = max(1, len(self.head.workers)) * 2
         self._voices: list[VoiceInfo] | None = None
 
@@ -157,14 +220,32 @@ class ClusterSynthesizer:
         yield from self.synthesize([request])
 
     def close(self) -> None:
+        if not self.owns:
+            return
         self.cluster.close()
         if self.started_ray:
             ray.shutdown()
 
 
-def open_cluster(address: str, processes: int = 1, workers_per_node: int = 1, neural: bool = False,
-                 num_cpus: int | None = None) -> ClusterSynthesizer:  # fmt: skip
-    """Join (or start, for `auto`) a Ray cluster and start Troupe workers on its nodes."""
+def cluster_synthesizers(cluster: RayCluster, started_ray: bool = False) -> dict[str, ClusterSynthesizer]:
+    """Backend name -> its voices on the cluster, for every backend some worker voices
+    (espeak-ng, which owns the cluster, first)."""
+    names = {"espeak"} | {b for w in cluster.head.workers.values() for b in w.backends}
+    return {
+        name: ClusterSynthesizer(cluster, name, started_ray, owns=name == "espeak")
+        for name in sorted(names, key=lambda n: n != "espeak")
+    }
+
+
+def open_cluster(
+    address: str,
+    processes: int | None = None,
+    workers_per_node: int = 1,
+    neural: bool = True,
+    num_cpus: int | None = None,
+) -> dict[str, ClusterSynthesizer]:
+    """Join (or start, for `auto`) a Ray cluster and start Troupe workers on its nodes (with
+    the natural voices unless `neural` is false): each backend's voices there, by name."""
     started = connect(address, num_cpus)
     try:
         cluster = RayCluster(processes=processes, workers_per_node=workers_per_node, neural=neural)
@@ -172,4 +253,4 @@ def open_cluster(address: str, processes: int = 1, workers_per_node: int = 1, ne
         if started:
             ray.shutdown()
         raise
-    return ClusterSynthesizer(cluster, started_ray=started)
+    return cluster_synthesizers(cluster, started_ray=started)

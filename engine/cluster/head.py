@@ -11,6 +11,7 @@ late copy is dropped and counted: exactly once for the caller.
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 import time
 from collections import Counter, deque
@@ -22,12 +23,14 @@ import ray
 from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError, RayTaskError
 
 from engine.cluster.balance import Rebalancer, Step
+from engine.cluster.hotkeys import pick, replicas_needed
 from engine.cluster.ring import HashRing
 from engine.cluster.snapshots import ClusterSnapshot, SnapshotBoard, WorkerView
 from engine.core.errors import SynthesisError
 from engine.core.types import Voice
 from engine.synthesis.base import Mono, SynthRequest
 
+log = logging.getLogger("troupe.cluster")
 HEARTBEAT_TTL_S = 10.0
 """A worker that answers neither a batch nor a ping for this long is taken off the ring."""
 _LOST = (RayActorError, ActorUnavailableError)
@@ -48,6 +51,8 @@ class WorkerState:
     """Ray reported the actor gone: it never comes back."""
     load_lines: int = 0
     batches: int = 0
+    backends: dict[str, int] = field(default_factory=dict)
+    """The backends it voices, and each one's sample rate (what `SynthWorker.info` said)."""
     lines: int = 0
     failures: int = 0
 
@@ -96,10 +101,13 @@ class ClusterHead:
 
     # --- membership ------------------------------------------------------------------
     def add_worker(
-        self, worker_id: str, handle: Any, capacity: float = 1.0, node: str = "", pid: int = 0
-    ) -> None:
+        self, worker_id: str, handle: Any, capacity: float = 1.0, node: str = "", pid: int = 0,
+        backends: dict[str, int] | None = None,
+    ) -> None:  # fmt: skip
+        """`backends`: what the worker voices (None: every backend, at the engine's rate)."""
         with self._lock:
-            self.workers[worker_id] = WorkerState(worker_id, handle, capacity, node, pid)
+            self.workers[worker_id] = WorkerState(worker_id, handle, capacity, node, pid,
+                                                  backends=dict(backends or {}))  # fmt: skip
             self.rebalancer.capacities[worker_id] = capacity
             self.ring.add(worker_id, capacity)
             self.publish()
@@ -112,6 +120,10 @@ class ClusterHead:
                 self.workers_lost += 1
                 self.ring.remove(worker_id)
                 self.rebalancer.forget(worker_id)
+                why = "its process ended" if dead else f"no answer for {self.ttl_s:.0f} s"
+                left = ", ".join(sorted(v.worker_id for v in self.workers.values() if v.alive)) or "none"
+                log.warning("troupe cluster: worker %s (pid %d) lost: %s; its lines go to the next "
+                            "workers on the ring (left: %s)", worker_id, w.pid, why, left)  # fmt: skip
             w.alive = False
             w.dead = w.dead or dead
             self.publish()
@@ -224,10 +236,12 @@ class ClusterHead:
     ) -> None:
         groups: dict[str, list[int]] = {}
         with self._lock:
+            in_flight = {w: float(self.workers[w].load_lines) for w in self.ring.workers}
             for t in tickets:
-                worker = self._route(lines[t], tried[t])
+                worker = self._route(lines[t], tried[t], in_flight)
                 tried[t].add(worker)
                 groups.setdefault(worker, []).append(t)
+                in_flight[worker] = in_flight.get(worker, 0.0) + 1
             for worker, group in groups.items():
                 w = self.workers[worker]
                 ref = w.handle.synthesize.remote([(t, lines[t]) for t in group])
@@ -240,21 +254,49 @@ class ClusterHead:
             if self.on_send is not None:
                 self.on_send(worker, group)
 
-    def _route(self, r: SynthRequest, tried: set[str]) -> str:
-        """The role's worker; on a re-send, the next worker on the ring it has not tried."""
+    def _route(self, r: SynthRequest, tried: set[str], in_flight: dict[str, float]) -> str:
+        """The role's worker (one of its replicas for a hot key, see `hotkeys`); a worker
+        without the line's backend is passed over; on a re-send, the next worker on the ring
+        it has not tried. `in_flight`: lines out per worker, this call's included."""
         key = line_key(r)
+        backend = r.voice.backend
         if not tried:
             self._recent[key] += 1
             self._voices[key] = r.voice
+            hot = self._replicas(key, backend)
+            if len(hot) > 1:
+                caps = {w: self.workers[w].capacity for w in self.ring.workers}
+                return pick(hot, in_flight, caps)
             worker = self.rebalancer.route(key)
-            move = self.rebalancer.transitions.get(key)
-            if move is not None:
-                self._warm(key, move.new)
-            return worker
-        for worker in self.ring.owners(key, len(self.ring)):
-            if worker not in tried:
+            if self._voices_backend(worker, backend):
+                move = self.rebalancer.transitions.get(key)
+                if move is not None:
+                    self._warm(key, move.new)
                 return worker
+        for worker in self.ring.owners(key, len(self.ring)):
+            if worker not in tried and self._voices_backend(worker, backend):
+                return worker
+        if not any(self._voices_backend(w, backend) for w in self.ring.workers):
+            raise SynthesisError(f"no cluster worker voices {backend} (is it installed on the workers?)")
         raise SynthesisError(f"no cluster worker left to voice {r.text[:40]!r} ({len(tried)} tried)")
+
+    def _voices_backend(self, worker: str, backend: str) -> bool:
+        have = self.workers[worker].backends
+        return not backend or not have or backend in have
+
+    def _replicas(self, key: str, backend: str) -> list[str]:
+        """The workers a key's lines go to: its first k owners on the ring that voice its
+        backend, k from its share of the recent lines (1 unless it is hot)."""
+        n = len(self.ring)
+        k = replicas_needed(self._recent.get(key, 0), self._recent.total(), 1 / n if n else 0.0, n)
+        if k <= 1:
+            return []
+        return [w for w in self.ring.owners(key, n) if self._voices_backend(w, backend)][:k]
+
+    def hot_keys(self) -> dict[str, list[str]]:
+        """Keys replicated now (hot), each with the workers its lines go to."""
+        with self._lock:
+            return {k: ws for k in self._recent if len(ws := self._replicas(k, "")) > 1}
 
     def _resend_silent(self, pending: dict[Any, _Send], lines: dict[int, SynthRequest],
                        tried: dict[int, set[str]]) -> None:  # fmt: skip
@@ -317,6 +359,11 @@ class ClusterHead:
         with self._lock:
             return dict(self._recent)
 
+    def _movable(self) -> dict[str, int]:
+        """The recent load the rebalancer spreads by moving roles: hot keys' lines are spread
+        by their replicas, and no move would help them."""
+        return {k: n for k, n in self._recent.items() if not self._replicas(k, "")}
+
     def note_load(self, lines_per_role: dict[str, int]) -> None:
         """Count load the head did not route itself (a plan's lines, a previous run's)."""
         with self._lock:
@@ -326,7 +373,7 @@ class ClusterHead:
         """One rebalancing step over the lines each role had lately; `decay` halves those
         counts afterwards (the heartbeat's steps, so older load counts less)."""
         with self._lock:
-            step = self.rebalancer.step(self._recent)
+            step = self.rebalancer.step(self._movable())
             for m in step.moves:
                 self._warm(m.role, m.new)
             for role in list(self._recent) if decay else ():
@@ -350,7 +397,7 @@ class ClusterHead:
                 version=0,
                 t_s=time.time(),
                 workers=views,
-                imbalance=self.rebalancer.imbalance(self._recent) if on_ring else 0.0,
+                imbalance=self.rebalancer.imbalance(self._movable()) if on_ring else 0.0,
                 roles=roles,
                 moving=tuple(self.rebalancer.transitions),
                 lines_done=self.lines_done,

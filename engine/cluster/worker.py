@@ -4,6 +4,11 @@ The class is plain Python (Ray wraps it in `engine.cluster.connect`), so it also
 tests without Ray. Lines arrive with the head's line ids and go back with them; the head
 decides what a duplicate is. Calls run on a few actor threads so a health check is answered
 while a batch is voicing; the synthesizers themselves take one batch at a time.
+
+A worker voices each line with the backend the head cast it to (espeak-ng, Kokoro and the
+voice library, Piper), at that backend's own rate, and never stands in: a line its backend
+cannot voice fails here, and the head's router stands in for it and says so, exactly as a
+render on one machine does.
 """
 
 from __future__ import annotations
@@ -15,22 +20,22 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from engine.core.errors import SynthesisError
 from engine.core.types import Voice
 from engine.synthesis.base import Mono, Synthesizer, SynthRequest, VoiceInfo
-from engine.synthesis.router import Router
+from engine.synthesis.build import NATURAL
 
 WARM_TEXT = "Ready."
 """What a worker says to load a role's voice before the role is switched to it."""
 
 
 def local_synthesizers(processes: int = 1, neural: bool = False) -> dict[str, Synthesizer]:
-    """This machine's synthesizers: espeak-ng (a pool of `processes`), and Kokoro and Piper
-    when `neural` and their extra is installed here."""
-    from engine.synthesis.build import NATURAL, SynthSpec, build_synthesizers
+    """This machine's synthesizers: espeak-ng (a pool of `processes`), and Kokoro (with the
+    voice library) and Piper when `neural` and they are installed here, their takes kept in
+    this machine's take cache (shared by the workers of a node, safe under several processes)."""
+    from engine.synthesis.build import SynthSpec, build_synthesizers
 
-    return build_synthesizers(
-        SynthSpec(processes, offline=True, natural=NATURAL if neural else None, cache=False)
-    )
+    return build_synthesizers(SynthSpec(processes, offline=True, natural=NATURAL if neural else None))
 
 
 class SynthWorker:
@@ -54,9 +59,10 @@ class SynthWorker:
                 float(simulated.get("per_line_s", 0.0)),
                 int(simulated.get("max_batch", 8)),
             )
-            self.router = Router({"espeak": sim})
+            # the simulated model stands for every backend (what the cost curve measures)
+            self.synths: dict[str, Synthesizer] = {name: sim for name in ("espeak", *NATURAL)}
         else:
-            self.router = Router(local_synthesizers(self.processes, neural))
+            self.synths = local_synthesizers(self.processes, neural)
         self._lock = threading.Lock()
         """One batch at a time on the synthesizers (a pool parallelises inside a batch)."""
         self._voices_loaded: set[Voice] = set()
@@ -73,7 +79,7 @@ class SynthWorker:
             "host": socket.gethostname(),
             "node": _node_id(),
             "capacity": float(self.processes),
-            "backends": sorted(self.router.synths),
+            "backends": {name: int(s.sample_rate_hz) for name, s in sorted(self.synths.items())},
         }
 
     def ping(self) -> float:
@@ -81,7 +87,7 @@ class SynthWorker:
         return time.time()
 
     def voices(self) -> list[VoiceInfo]:
-        return self.router.voices()
+        return [v for s in self.synths.values() for v in s.voices()]
 
     def load(self) -> dict[str, float]:
         """Batches waiting here, the busy fraction since start, voices loaded."""
@@ -94,12 +100,14 @@ class SynthWorker:
         }
 
     def synthesize(self, items: Sequence[tuple[int, SynthRequest]]) -> list[tuple[int, Mono]]:
-        """Voice `items` (line id, request); the audio comes back with each line id."""
+        """Voice `items` (line id, request), each at its backend's rate; the audio comes back
+        with each line id. `SynthesisError` if a backend is not here (or fails): the head's
+        router stands in for those lines and reports them."""
         self._waiting += 1
         try:
             with self._lock:
                 t = time.monotonic()
-                audio = self.router.synthesize([r for _, r in items])
+                audio = self._voice([r for _, r in items])
                 self._busy_s += time.monotonic() - t
                 self.batches += 1
                 self._voices_loaded.update(r.voice for _, r in items)
@@ -113,8 +121,22 @@ class SynthWorker:
             self.synthesize([(0, SynthRequest(WARM_TEXT, voice))])
         return self.worker_id
 
+    def _voice(self, batch: list[SynthRequest]) -> list[Mono]:
+        groups: dict[str, list[int]] = {}
+        for k, r in enumerate(batch):
+            groups.setdefault(r.voice.backend, []).append(k)
+        out: list[Mono | None] = [None] * len(batch)
+        for backend, idx in groups.items():
+            synth = self.synths.get(backend)
+            if synth is None:
+                raise SynthesisError(f"no {backend} voices on cluster worker {self.worker_id}")
+            for k, audio in zip(idx, synth.synthesize([batch[k] for k in idx]), strict=True):
+                out[k] = audio
+        return [a for a in out if a is not None]
+
     def close(self) -> None:
-        self.router.close()
+        for synth in {id(s): s for s in self.synths.values()}.values():
+            synth.close()
 
 
 def _node_id() -> str:

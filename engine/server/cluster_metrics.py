@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from engine.cluster.snapshots import ClusterSnapshot, SnapshotBoard
 
@@ -34,7 +34,10 @@ class ClusterGauges:
         self.resent = overall("resent_lines", "Lines re-sent after a worker was lost")
         self.duplicates = overall("duplicates_dropped", "Late copies of lines dropped")
         self.version = overall("snapshot_version", "Version of the cluster state shown")
+        self.lost = Counter("troupe_cluster_workers_lost", "Workers lost (died, or silent past the "
+                            "heartbeat TTL); each worker started is a new id", registry=registry)  # fmt: skip
         self._seen = 0
+        self._lost = 0
 
     def update(self, head: HasBoard) -> ClusterSnapshot | None:
         """Show the latest snapshot if it is newer than the one shown (missed versions are
@@ -54,4 +57,7 @@ class ClusterGauges:
         self.resent.set(snap.resent_lines)
         self.duplicates.set(snap.duplicates_dropped)
         self.version.set(snap.version)
+        if snap.workers_lost > self._lost:
+            self.lost.inc(snap.workers_lost - self._lost)
+            self._lost = snap.workers_lost
         return snap

@@ -112,8 +112,11 @@ class SpeechService:
         if self.settings.cluster:
             from engine.cluster.connect import open_cluster
 
-            self.cluster = open_cluster(self.settings.cluster, processes=self.settings.processes)
-            backends = {"espeak": Backend(self.cluster, slots=max(2, len(self.cluster.head.workers)))}
+            processes = self.settings.processes if self.settings.processes > 1 else None
+            views = open_cluster(self.settings.cluster, processes=processes, neural=self.settings.neural)
+            self.cluster = views["espeak"]
+            slots = max(2, len(self.cluster.head.workers))
+            backends = {n: Backend(v, slots=slots, length_buckets=n != "espeak") for n, v in views.items()}
         else:
             backends = standard_backends(self.settings.processes, self.settings.neural)
         self.scheduler = Scheduler(backends, config, clock)

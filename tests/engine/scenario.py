@@ -181,10 +181,12 @@ def _apply(show: Show, name: str, args: Sequence[object]) -> None:
 class Stage:
     """A show on virtual time; `listen` plays it on, `command` directs it."""
 
-    def __init__(self, script: Path, render_ahead_ms: float = 100, **show_kw: object) -> None:
+    def __init__(self, script: Path, render_ahead_ms: float = 100, backends: dict[str, Backend] | None = None,
+                 **show_kw: object) -> None:  # fmt: skip
+        """`backends`: what voices the show (default: espeak-ng in this process)."""
         self.script = load_script(script)
         self.ring = MixRing(1 << 14)
-        self.scheduler = Scheduler({"espeak": Backend(EspeakSynthesizer())}, SchedulerConfig())
+        self.scheduler = Scheduler(backends or {"espeak": Backend(EspeakSynthesizer())}, SchedulerConfig())
         cast = Cast.auto(self.script)
         self.pans = pans(list(self.script.roles))
         for role, pan in self.pans.items():

@@ -201,3 +201,62 @@ def test_a_skewed_ring_rebalances_and_moved_roles_switch_once_their_voice_is_loa
     head.settle(60)  # the new owners' warm-ups land: each moved role switches
     assert not head.rebalancer.transitions
     assert all(head.rebalancer.route(f"R{k}") == head.rebalancer.owner(f"R{k}") for k in range(64))
+
+
+def test_one_hot_voice_is_spread_over_the_workers(exact_cluster: Any) -> None:
+    """120 lines of one role (one ring key) from 4 clients at once: before, every line went
+    to the key's one owner; now both workers voice it, within the load bound."""
+    head = exact_cluster.head
+    before = {w: s.lines for w, s in head.workers.items()}
+    reqs = [SynthRequest(text, Voice(), k, "NARRATOR") for k, (_, text) in enumerate(lines(120))]
+    with ThreadPoolExecutor(4) as pool:
+        out = [a for part in pool.map(exact_cluster.synthesize, [reqs[k : k + 10] for k in range(0, 120, 10)])
+               for a in part]  # fmt: skip
+    assert len(out) == 120 and head.duplicates_dropped == 0
+    voiced = {w: s.lines - before[w] for w, s in head.workers.items()}
+    assert sum(voiced.values()) == 120
+    assert max(voiced.values()) / (120 / len(voiced)) <= 1.25, voiced
+    assert set(head.hot_keys()) == {"NARRATOR"}
+    assert not head.rebalance(decay=False).moves  # no move balances one key: it is not moved
+
+
+def test_a_node_that_cannot_start_a_worker_is_skipped_with_a_warning(
+    ray_cluster: Any, monkeypatch: Any, caplog: Any
+) -> None:
+    """A node Ray still lists as alive but that cannot run an actor (dead, or without the
+    resources): the start goes on without it, says so, and does not try it again at once."""
+    import logging
+
+    import ray
+
+    from engine.cluster.connect import ClusterSynthesizer, RayCluster
+
+    real = ray.nodes
+    ghost = {"NodeID": "ab" * 28, "Alive": True, "NodeManagerAddress": "10.255.255.1",
+             "Resources": {"CPU": 2.0}}  # fmt: skip
+    monkeypatch.setattr(ray, "nodes", lambda: [*real(), ghost])
+    caplog.set_level(logging.WARNING, logger="troupe.cluster")
+    cluster = RayCluster(heartbeat_s=None, simulated={}, start_timeout_s=15)
+    synth = ClusterSynthesizer(cluster)
+    try:
+        assert len(cluster.head.workers) == 2 and ghost["NodeID"] in cluster.skipped
+        assert any("node abababab skipped" in r.getMessage() for r in caplog.records)
+        assert cluster.refresh() == []  # not tried again at once
+        assert synth.synthesize([SynthRequest("Still here.", Voice(), 1, "ANNA")])[0].size > 0
+    finally:
+        synth.close()
+
+
+def test_a_replacement_worker_has_its_own_id(exact_cluster: Any, caplog: Any) -> None:
+    import logging
+
+    head = exact_cluster.head
+    caplog.set_level(logging.WARNING, logger="troupe.cluster")
+    victim = next(iter(head.workers))
+    os.kill(head.workers[victim].pid, signal.SIGKILL)
+    head.heartbeat()
+    assert head.workers[victim].dead and head.workers_lost == 1
+    assert any(victim in r.getMessage() and "lost" in r.getMessage() for r in caplog.records)
+    started = exact_cluster.cluster.refresh()
+    assert len(started) == 1 and started[0] != victim  # its node's new worker: a new id
+    assert head.workers[started[0]].alive and head.workers[started[0]].node == head.workers[victim].node
