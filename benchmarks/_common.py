@@ -67,6 +67,15 @@ def table(rows: list[dict[str, Any]], columns: list[str]) -> str:
     return "\n".join(lines)
 
 
+def saved(name: str) -> dict[str, Any]:
+    """What `save` last wrote for `name` (empty if nothing): a run of one section keeps the rest."""
+    path = RESULTS / f"{name}.json"
+    if not path.exists():
+        return {}
+    data: dict[str, Any] = json.loads(path.read_text())
+    return {k: v for k, v in data.items() if k not in ("benchmark", "machine")}
+
+
 def save(name: str, data: dict[str, Any]) -> Path:
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.json"

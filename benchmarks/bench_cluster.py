@@ -11,6 +11,9 @@ FIFO over the cluster. Real Ray on this machine; workers are actors.
 - Loss: 4 simulated workers, one killed (SIGKILL) or stalled (SIGSTOP, past its heartbeat
   TTL) mid-run: lines lost (target 0), lines re-sent, late duplicates dropped, and the time
   from the loss until its lines were voiced elsewhere.
+- Hot key: one voice at 8x one worker's capacity over 4 simulated workers, spread over its
+  ring owners vs one owner: lines per worker max/mean (target <= 1.25) and throughput
+  (`--hot-key` runs this section alone and keeps the others).
 - Lead-role p95, role-aware vs FIFO, 200 concurrent requests over 8 roles (the load of
   bench_scheduler_ab), the scheduler dispatching to 4 simulated cluster workers.
 
@@ -32,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import ray
-from _common import save, table
+from _common import save, saved, table
 
 from engine.cluster.balance import Rebalancer
 from engine.cluster.connect import ClusterSynthesizer, RayCluster, connect
@@ -222,6 +225,34 @@ def _lose_one(rep: int, mode: str) -> dict[str, Any]:
         synth.close()
 
 
+def hot_key(repeats: int) -> list[dict[str, Any]]:
+    """One voice at 8x one worker's capacity: 4 simulated workers, 48 batches of 16 lines of
+    one role, 8 batches in flight (a worker voices one at a time), with the hot key spread over
+    its ring owners and without (one owner, as before), alternating; lines each worker voiced
+    (max/mean, target <= 1.25) and the throughput."""
+    rows = []
+    for rep in range(repeats):
+        for replicate in (True, False):
+            synth = ClusterSynthesizer(RayCluster(ClusterHead(replicate=replicate), heartbeat_s=None,
+                                                  workers_per_node=4, simulated=COST))  # fmt: skip
+            try:
+                rng = random.Random(rep)
+                batches = [
+                    [SynthRequest(" ".join(rng.choices(WORDS, k=8)), Voice(), b * 16 + j, "NARRATOR")
+                     for j in range(16)]
+                    for b in range(48)
+                ]  # fmt: skip
+                run = pump(synth, batches, 8)
+                lines = [w.lines for w in synth.head.workers.values()]
+                rows.append({"spread": "replicated" if replicate else "one owner", "run": rep,
+                             "max_over_mean": max(lines) / statistics.mean(lines),
+                             "lines_per_worker": "/".join(map(str, sorted(lines, reverse=True))),
+                             "audio_s_per_s": run["audio_s_per_s"], "wall_s": run["wall_s"]})  # fmt: skip
+            finally:
+                synth.close()
+    return rows
+
+
 def lead_p95(repeats: int) -> dict[str, Any]:
     import bench_scheduler_ab as ab
 
@@ -250,11 +281,41 @@ def lead_p95(repeats: int) -> dict[str, Any]:
     }
 
 
+def hot_key_table(repeats: int) -> dict[str, Any]:
+    rows = hot_key(repeats)
+    print("\none voice at 8x one worker's capacity, 4 workers (target: max/mean <= 1.25 replicated)")
+    print(table(rows, ["spread", "run", "max_over_mean", "lines_per_worker", "audio_s_per_s", "wall_s"]))
+    out: dict[str, Any] = {"rows": rows}
+    for spread in ("replicated", "one owner"):
+        mine = [r for r in rows if r["spread"] == spread]
+        out[spread] = {k: statistics.median(r[k] for r in mine) for k in ("max_over_mean", "audio_s_per_s")}
+    speedups = [a["audio_s_per_s"] / b["audio_s_per_s"] for a, b in zip(rows[::2], rows[1::2], strict=True)]
+    out["throughput_ratio"] = {
+        "median": statistics.median(speedups),
+        "min": min(speedups),
+        "max": max(speedups),
+    }
+    print(f"replicated: max/mean {out['replicated']['max_over_mean']:.2f} (target <= 1.25), one owner "
+          f"{out['one owner']['max_over_mean']:.2f}; throughput {out['throughput_ratio']['median']:.2f}x "
+          f"[{out['throughput_ratio']['min']:.2f}, {out['throughput_ratio']['max']:.2f}]")  # fmt: skip
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--roles", type=int, default=64, help="roles in the scaling load")
+    ap.add_argument("--hot-key", action="store_true", help="only the hot-key spread (updates its section)")
     args = ap.parse_args()
+    if args.hot_key:
+        connect("auto", num_cpus=2)
+        try:
+            hot = hot_key_table(args.repeats)
+        finally:
+            ray.shutdown()
+        path = save("bench_cluster", {**saved("bench_cluster"), "hot_key": hot})
+        print(f"\nload average {os.getloadavg()[0]:.2f}; wrote {path}")
+        return
     ring = ring_figures(args.repeats)
     print("ring: moved share / ideal 1/N (median of", args.repeats, "):", ring["moved_over_ideal"])
     step = ring["rebalance_step_ms_64"]
@@ -285,6 +346,7 @@ def main() -> None:
         )
         print(table(kills, ["mode", "run", "lines", "lines_lost", "exactly_once", "resent",
                             "duplicates_dropped", "batches_hit", "recovery_s"]), flush=True)  # fmt: skip
+        hot = hot_key_table(args.repeats)
         lead = lead_p95(args.repeats)
         print(f"\nlead p95 over the cluster: FIFO {lead['fifo_lead_p95_ms']:.0f} ms, role-aware "
               f"{lead['role_aware_lead_p95_ms']:.0f} ms, ratio {lead['ratio']['median']:.2f} "
@@ -292,7 +354,8 @@ def main() -> None:
     finally:
         ray.shutdown()
     path = save("bench_cluster", {"repeats": args.repeats, "cost": COST, "ring": ring, "scaling": scale,
-                                  "espeak": espeak, "kill": kills, "lead_p95": lead})  # fmt: skip
+                                  "espeak": espeak, "kill": kills, "hot_key": hot,
+                                  "lead_p95": lead})  # fmt: skip
     print(f"\nload average {os.getloadavg()[0]:.2f}; wrote {path}")
 
 

@@ -75,8 +75,11 @@ def line_key(r: SynthRequest) -> str:
 class ClusterHead:
     """Routes batches over worker actors; the one authority on the ring and its state."""
 
-    def __init__(self, ttl_s: float = HEARTBEAT_TTL_S) -> None:
+    def __init__(self, ttl_s: float = HEARTBEAT_TTL_S, replicate: bool = True) -> None:
+        """`replicate`: spread a hot key over its first k ring owners (False: one owner, as
+        before; for A/B figures)."""
         self.ttl_s = ttl_s
+        self.replicate = replicate
         self.ring = HashRing()
         self.rebalancer = Rebalancer(self.ring)
         self.board = SnapshotBoard()
@@ -288,6 +291,8 @@ class ClusterHead:
         """The workers a key's lines go to: its first k owners on the ring that voice its
         backend, k from its share of the recent lines (1 unless it is hot)."""
         n = len(self.ring)
+        if not self.replicate:
+            return []
         k = replicas_needed(self._recent.get(key, 0), self._recent.total(), 1 / n if n else 0.0, n)
         if k <= 1:
             return []
