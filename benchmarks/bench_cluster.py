@@ -353,7 +353,7 @@ def main() -> None:
               f"[{lead['ratio']['min']:.2f}, {lead['ratio']['max']:.2f}]")  # fmt: skip
     finally:
         ray.shutdown()
-    path = save("bench_cluster", {"repeats": args.repeats, "cost": COST, "ring": ring, "scaling": scale,
+    path = save("bench_cluster", {**saved("bench_cluster"), "repeats": args.repeats, "cost": COST, "ring": ring, "simulated": scale,
                                   "espeak": espeak, "kill": kills, "hot_key": hot,
                                   "lead_p95": lead})  # fmt: skip
     print(f"\nload average {os.getloadavg()[0]:.2f}; wrote {path}")

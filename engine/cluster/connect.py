@@ -56,13 +56,40 @@ def connect(address: str, num_cpus: int | None = None) -> bool:
         )
     except (ConnectionError, ValueError, RuntimeError) as exc:
         raise SynthesisError(f"cannot join the Ray cluster at {address}: {exc}") from exc
+    _raylet_errors_to_log()
     return True
+
+
+def _raylet_errors_to_log() -> None:
+    """Ray's driver prints the raylet's error messages itself (a worker's death: several
+    lines of lease, worker and node ids); Troupe says what happened in its own words
+    (`ClusterHead.lose`), so Ray's go to the log at debug level instead of the terminal."""
+    try:
+        import ray._private.worker as ray_worker
+    except ImportError:  # another Ray layout: its messages stay as they are
+        return
+    original = ray_worker.print_to_stdstream
+    if getattr(original, "troupe", False):
+        return
+
+    def route(data: dict[str, Any], ignore_prefix: bool) -> None:
+        if data.get("pid") == "raylet":
+            for line in data.get("lines", []):
+                log.debug("ray: %s", line)
+            return
+        original(data, ignore_prefix)
+
+    route.troupe = True  # type: ignore[attr-defined]
+    ray_worker.print_to_stdstream = route
 
 
 START_TIMEOUT_S = 120.0
 """How long a node has to start its worker (load its voices) before it is skipped."""
 RETRY_SKIPPED_S = 60.0
 """A skipped node is tried again after this long (it may have come back)."""
+_INCARNATIONS = itertools.count(1)
+"""Each worker started in this process gets the next number: a replacement is a new worker
+(its counters in /metrics start apart from the one it replaces)."""
 MODEL_MEMORY_MB = {"espeak": 150, "natural": 900}
 """What a worker declares to Ray as its memory (espeak-ng alone; with Kokoro and Piper
 loaded: the two sessions, a call's working memory and the take cache's index)."""
@@ -93,7 +120,6 @@ class RayCluster:
         self.start_timeout_s = start_timeout_s
         self.skipped: dict[str, tuple[float, str]] = {}
         """Nodes that did not start a worker: node id -> (when, why); tried again later."""
-        self._incarnations = itertools.count(1)
         self._actor: Any = ray.remote(SynthWorker)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -119,9 +145,11 @@ class RayCluster:
             node_id = str(node["NodeID"])
             if not node.get("Alive") or now - self.skipped.get(node_id, (-math.inf, ""))[0] < RETRY_SKIPPED_S:
                 continue
+            if float(node.get("Resources", {}).get("CPU", 0.0)) <= 0:
+                continue  # a node that offers Ray no CPU (`ray start --num-cpus 0`, a head kept for drivers)
             host = str(node.get("NodeManagerAddress", ""))
             for _ in range(have.get(node_id, 0), self.workers_per_node):
-                worker_id = f"{host}/{node_id[:8]}/{next(self._incarnations)}"
+                worker_id = f"{host}/{node_id[:8]}/{next(_INCARNATIONS)}"
                 handle = self._launch(node_id, node.get("Resources", {}), worker_id)
                 starting[handle.info.remote()] = (worker_id, handle, node_id)
         if not starting:

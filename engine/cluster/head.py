@@ -124,7 +124,8 @@ class ClusterHead:
                 self.ring.remove(worker_id)
                 self.rebalancer.forget(worker_id)
                 why = "its process ended" if dead else f"no answer for {self.ttl_s:.0f} s"
-                left = ", ".join(sorted(v.worker_id for v in self.workers.values() if v.alive)) or "none"
+                left = ", ".join(sorted(v.worker_id for v in self.workers.values()
+                                        if v.alive and v is not w)) or "none"  # fmt: skip
                 log.warning("troupe cluster: worker %s (pid %d) lost: %s; its lines go to the next "
                             "workers on the ring (left: %s)", worker_id, w.pid, why, left)  # fmt: skip
             w.alive = False
