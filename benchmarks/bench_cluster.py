@@ -313,10 +313,8 @@ def main() -> None:
             hot = hot_key_table(args.repeats)
         finally:
             ray.shutdown()
-        results = {"repeats": args.repeats, "cost": COST, "ring": ring, "simulated": scale, "espeak": espeak,
-               "kill": kills, "hot_key": hot, "lead_p95": lead}  # fmt: skip
-    path = save("bench_cluster", {**saved("bench_cluster"), **results})
-    print(f"\nload average {os.getloadavg()[0]:.2f}; wrote {path}")
+        path = save("bench_cluster", {**saved("bench_cluster"), "hot_key": hot})
+        print(f"\nload average {os.getloadavg()[0]:.2f}; wrote {path}")
         return
     ring = ring_figures(args.repeats)
     print("ring: moved share / ideal 1/N (median of", args.repeats, "):", ring["moved_over_ideal"])
@@ -355,9 +353,9 @@ def main() -> None:
               f"[{lead['ratio']['min']:.2f}, {lead['ratio']['max']:.2f}]")  # fmt: skip
     finally:
         ray.shutdown()
-    path = save("bench_cluster", {**saved("bench_cluster"), "repeats": args.repeats, "cost": COST, "ring": ring, "simulated": scale,
-                                  "espeak": espeak, "kill": kills, "hot_key": hot,
-                                  "lead_p95": lead})  # fmt: skip
+    results = {"repeats": args.repeats, "cost": COST, "ring": ring, "simulated": scale, "espeak": espeak,
+               "kill": kills, "hot_key": hot, "lead_p95": lead}  # fmt: skip
+    path = save("bench_cluster", {**saved("bench_cluster"), **results})
     print(f"\nload average {os.getloadavg()[0]:.2f}; wrote {path}")
 
 
