@@ -7,7 +7,7 @@ from pathlib import Path
 
 from engine.core.errors import ScriptError
 from engine.core.types import Script
-from engine.script.common import Decoded, read_text
+from engine.script.common import MAX_LINES, Decoded, line_limit, read_text
 from engine.script.detect import sniff
 from engine.script.fdx import parse_fdx
 from engine.script.fountain import parse_fountain
@@ -36,7 +36,8 @@ def load_script(path: str | Path, options: ImportOptions | None = None) -> Scrip
     What the import skipped, guessed or split is in `Script.facts` (the import report)."""
     path = Path(path)
     check_file(path)
-    return check_script(path, import_unchecked(path, options))
+    with line_limit(MAX_LINES):  # a script past the limit is refused where its parsing reaches it
+        return check_script(path, import_unchecked(path, options))
 
 
 def import_unchecked(path: Path, options: ImportOptions | None = None) -> Script:

@@ -7,6 +7,9 @@ overlapping quantifiers is applied to text of unbounded length.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -24,6 +27,24 @@ from engine.core.types import (
     StyleUse,
 )
 from engine.script.ensemble import expand_ensembles
+
+MAX_LINES = 10_000
+"""Spoken lines in one script (a feature film has ~1,500; a long audiobook chapter ~3,000)."""
+_LINE_LIMIT: ContextVar[int | None] = ContextVar("troupe_line_limit", default=None)
+"""The most lines the import in progress may make (None: any; see `line_limit`)."""
+
+
+@contextmanager
+def line_limit(limit: int | None = MAX_LINES) -> Iterator[None]:
+    """Imports inside refuse a script at its line past `limit`, not after parsing it whole: a
+    line is never dropped once made (splitting and ensembles only add), so the refusal is the
+    one the full count would give, reached without reading the rest."""
+    token = _LINE_LIMIT.set(limit)
+    try:
+        yield
+    finally:
+        _LINE_LIMIT.reset(token)
+
 
 MAX_SCRIPT_BYTES = 20 * 1024 * 1024
 """Real scripts are well under 1 MB; anything above this is junk, not a script."""
@@ -279,6 +300,11 @@ class ScriptBuilder:
             self.roles[key] = Role(name=key, display_name=display, gender_hint=gender_hint(key))
         if not self.scenes:
             self.scene("", line)
+        limit = _LINE_LIMIT.get()
+        if limit is not None and len(self.cues) >= limit:
+            split = "split it into episodes or acts"
+            why = f"more than {limit:,} lines; a script may have at most {limit:,} ({split})"
+            raise ScriptError(self.path, why, line)  # the line past the limit: nothing after it is read
         self.cues.append(
             Cue(
                 index=len(self.cues),

@@ -13,10 +13,8 @@ from pathlib import Path
 
 from engine.core.errors import ScriptError
 from engine.core.types import Cue, ImportNote, Script
-from engine.script.common import MAX_SCRIPT_BYTES
+from engine.script.common import MAX_LINES, MAX_SCRIPT_BYTES
 
-MAX_LINES = 10_000
-"""Spoken lines in one script (a feature film has ~1,500; a long audiobook chapter ~3,000)."""
 MAX_ROLES = 1_000
 """Distinct roles in one script."""
 MAX_LINE_CHARS = 5_000
