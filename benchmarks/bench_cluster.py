@@ -164,7 +164,9 @@ def scaling(repeats: int, sizes: Sequence[int], roles: int) -> list[dict[str, An
 def espeak_scaling(repeats: int) -> list[dict[str, Any]]:
     rows = []
     for n in (1, 2):
-        synth = ClusterSynthesizer(RayCluster(heartbeat_s=None, workers_per_node=n))
+        synth = ClusterSynthesizer(
+            RayCluster(heartbeat_s=None, processes=1, workers_per_node=n)
+        )  # one process each
         try:
             batches = role_batches(8, 8 * n, size=4)
             balanced(synth, batches)
