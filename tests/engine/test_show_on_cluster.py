@@ -36,3 +36,27 @@ def test_a_live_show_voiced_on_the_cluster_is_heard_in_script_order(ray_cluster:
     finally:
         for b in backends.values():
             b.synth.close()
+
+
+@pytest.mark.usefixtures("jack_device")
+def test_play_on_the_cluster_plays_the_natural_cast_with_no_stand_in(
+    ray_cluster: Any, tmp_path: Path
+) -> None:
+    """`main.py play --cluster`: the show plays here on the JACK dummy server, every line
+    voiced on the workers in its cast voice (the default cast: natural voices)."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    script = tmp_path / "two.txt"
+    script.write_text("ANNA: The lamp is lit tonight.\nBEN: Then keep it burning till the dawn.\n")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(root)}
+    proc = subprocess.run(
+        [sys.executable, "main.py", "play", str(script), "--device", "JACK", "--seconds", "60",
+         "--cluster", ray_cluster.address],
+        cwd=root, env=env, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "played 2 of 2 lines" in proc.stdout and "stand-in 0" in proc.stdout, proc.stdout + proc.stderr
+    assert "failed 0" in proc.stdout and "Traceback" not in proc.stderr
