@@ -23,11 +23,16 @@ from engine.export.tags import Chapter
 
 BLOCK_FRAMES = 1 << 16
 SILENCE_DB = -60.0
-"""Room tone is what lies below this (ACX's noise-floor limit): the head and tail runs."""
+"""Room tone is what lies below this (ACX's noise-floor limit): the head and tail runs,
+measured as the RMS of each `TONE_WINDOW_S` (a room's noise has sample peaks above its RMS)."""
+TONE_WINDOW_S = 0.01
 NOISE_WINDOW_S = 0.5
 """The noise floor is the quietest window of this length (as ACX's own check measures it)."""
 
 ACX_NOISE_DB = -60.0
+ROOM_TONE_MIN_DB = -90.0
+"""Quieter than this, the gaps are heard as dead air (digital silence, or close to it): ACX's
+reviewers ask for room tone between the words, not a noise gate's nothing."""
 ACX_HEAD_S = (0.5, 1.0)
 ACX_TAIL_S = (1.0, 5.0)
 
@@ -156,14 +161,22 @@ def measure(path: Path, fmt: AudioFormat, channels: int, rate_hz: int, target: L
         padded[: len(env)] = env
         hop_peaks.append(padded.reshape(n_hops, hop).max(axis=1))
 
-    for block in decoded(path, fmt, channels, rate_hz):
-        meter.add(block)
-        loud = np.flatnonzero(np.abs(block).max(axis=1) > silence)
+    tone = round(TONE_WINDOW_S * rate_hz)  # NB: a noise window is a whole number of these
+
+    def loud_runs(sq: NDArray[np.float64], at: int) -> None:
+        """The first and last `tone` window (from frame `at`) whose RMS passes the silence."""
+        nonlocal first_loud, last_loud
+        n = -(-len(sq) // tone)
+        padded = np.zeros(n * tone)
+        padded[: len(sq)] = sq
+        loud = np.flatnonzero(padded.reshape(n, tone).mean(axis=1) > silence**2)
         if len(loud):
             if first_loud < 0:
-                first_loud = frames + int(loud[0])
-            last_loud = frames + int(loud[-1])
-        frames += len(block)
+                first_loud = at + int(loud[0]) * tone
+            last_loud = min(at + len(sq), at + (int(loud[-1]) + 1) * tone) - 1
+
+    for block in decoded(path, fmt, channels, rate_hz):
+        meter.add(block)
         joined = np.concatenate([carry, block]) if len(carry) else block
         whole = (len(joined) // window) * window
         if whole:
@@ -171,11 +184,16 @@ def measure(path: Path, fmt: AudioFormat, channels: int, rate_hz: int, target: L
             sq = (part.astype(np.float64) ** 2).mean(axis=1)
             total_sq += float(sq.sum())
             windows.append(sq.reshape(-1, window).mean(axis=1))
+            loud_runs(sq, frames)
             take(part)
+            frames += whole
         carry = joined[whole:]
     if len(carry):
-        total_sq += float((carry.astype(np.float64) ** 2).mean(axis=1).sum())
+        sq = (carry.astype(np.float64) ** 2).mean(axis=1)
+        total_sq += float(sq.sum())
+        loud_runs(sq, frames)
         take(carry)
+        frames += len(carry)
     peaks = np.concatenate(hop_peaks) if hop_peaks else np.zeros(0)
     quiet = float(np.concatenate(windows).min()) if windows else 0.0
     duration = frames / rate_hz
@@ -211,6 +229,9 @@ def checks(m: Compliance, target: LoudnessTarget) -> list[Check]:
         Check("noise floor", m.noise_floor_db <= ACX_NOISE_DB,
               "digital silence" if m.noise_floor_db == -math.inf else f"{m.noise_floor_db:.1f} dB",
               f"<= {ACX_NOISE_DB:g} dB"),
+        Check("room tone, not digital silence", m.noise_floor_db > ROOM_TONE_MIN_DB,
+              "digital silence" if m.noise_floor_db == -math.inf else f"{m.noise_floor_db:.1f} dB",
+              f"> {ROOM_TONE_MIN_DB:g} dB"),
         Check("room tone at the head", ACX_HEAD_S[0] <= m.head_room_tone_s <= ACX_HEAD_S[1] + 0.05,
               f"{m.head_room_tone_s:.2f} s", f"{ACX_HEAD_S[0]:g} to {ACX_HEAD_S[1]:g} s"),
         Check("room tone at the tail", ACX_TAIL_S[0] <= m.tail_room_tone_s <= ACX_TAIL_S[1],

@@ -33,12 +33,19 @@ class LoudnessTarget:
     """Room tone before the first line (None: the render's own lead-in)."""
     tail_s: float | None = None
     """Room tone after the last line (None: the render's own tail)."""
+    room_tone_db: float | None = None
+    """A bed of quiet noise at this RMS (dBFS) under the whole mix (None: none, and the gaps
+    are digital silence): an audiobook's room tone, which its reviewers hear as a recording
+    rather than dead air, kept under the noise-floor limit."""
 
 
 PRESETS = {
     # ACX (audiobooks) asks for RMS -23..-18 dB and peaks at most -3 dB; -20 LUFS sits inside it.
     # ACX also asks for 0.5-1 s of room tone at the head of a file and 1-5 s at its tail.
-    "acx": LoudnessTarget(-20.0, -3.0, "ACX audiobook", rms_db=(-23.0, -18.0), lead_in_s=0.75, tail_s=2.0),
+    # ACX's noise floor must be at most -60 dB RMS; a bed at -72 dB is room tone well under it.
+    "acx": LoudnessTarget(
+        -20.0, -3.0, "ACX audiobook", rms_db=(-23.0, -18.0), lead_in_s=0.75, tail_s=2.0, room_tone_db=-72.0
+    ),
     "ebu": LoudnessTarget(-23.0, -1.0, "EBU R128 broadcast"),
     "podcast": LoudnessTarget(-16.0, -1.0, "podcast"),
 }
@@ -185,11 +192,20 @@ def normalised(
         lo, hi = max(0, start - CONTEXT), min(n_frames, stop + CONTEXT)
         x = read(lo, hi) * np.float32(gain)
         g = limiter_gain(x, ceiling)[start - lo : stop - lo]
-        yield (
-            start,
-            (x[start - lo : stop - lo] * g[:, None]).astype(np.float32),
-            (g * gain).astype(np.float32),
-        )
+        out = x[start - lo : stop - lo] * g[:, None]
+        if target.room_tone_db is not None:
+            out += room_tone(start, out.shape, target.room_tone_db)
+        yield start, out.astype(np.float32), (g * gain).astype(np.float32)
+
+
+def room_tone(start: int, shape: tuple[int, ...], rms_db: float) -> NDArray[np.float64]:
+    """Quiet noise at `rms_db` (dBFS RMS), tilted towards the low end as a quiet room's is
+    (each sample half its own and half the one before); the same for the same frames, so an
+    encode run again writes the same file."""
+    rng = np.random.default_rng([0x7200, start])
+    white = rng.standard_normal((shape[0] + 1, *shape[1:]))
+    tilted = (white[1:] + white[:-1]) / math.sqrt(2.0)  # unit RMS, fewer highs
+    return tilted * 10 ** (rms_db / 20)
 
 
 def normalise(

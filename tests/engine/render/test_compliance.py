@@ -70,7 +70,9 @@ def test_an_acx_audiobook_passes_acx_after_encoding(tmp_path: Path) -> None:
     report = json.loads((tmp_path / "book.loudness.json").read_text())
     assert report["passed"] and report["path"] == str(out) and report["target"] == "ACX audiobook"
     names = {c["name"]: c for c in report["checks"]}
-    assert set(names) == {"RMS", "true peak", "noise floor", "room tone at the head", "room tone at the tail"}
+    assert set(names) == {"RMS", "true peak", "noise floor", "room tone, not digital silence",
+                          "room tone at the head", "room tone at the tail"}  # fmt: skip
+    assert -75 <= report["noise_floor_db"] <= -65  # the bed of room tone, under ACX's -60
     assert -23 <= report["rms_db"] <= -18 and 0.5 <= report["head_room_tone_s"] <= 1.05
     assert 1 <= report["tail_room_tone_s"] <= 5
     assert report["chapters"] and report["chapters"][0]["start_s"] == 0
