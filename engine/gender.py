@@ -69,7 +69,7 @@ def _detector() -> object | None:
         stream, line by line) took 0.5 s of every cast, a warm re-render's largest cost."""
 
         def _parse(self, filename: str) -> None:
-            self.names = {}
+            self.names: dict[str, dict[str, str]] = {}
             with open(filename, encoding="utf-8") as f:
                 text = f.read()
             for line in text.splitlines():
