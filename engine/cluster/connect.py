@@ -123,7 +123,11 @@ class RayCluster:
         self._actor: Any = ray.remote(SynthWorker)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.refresh()
+        self._starting: dict[Any, tuple[str, Any, str, float]] = {}
+        """Workers launched and not yet answering: info ref -> (id, handle, node, since)."""
+        self._asks: dict[str, str] = {}
+        """What each node's workers ask Ray for, as said in a skip."""
+        self.refresh(wait_s=start_timeout_s)
         if not self.head.workers:
             why = "; ".join(w for _, w in self.skipped.values())
             raise SynthesisError(
@@ -134,13 +138,16 @@ class RayCluster:
                                             daemon=True)  # fmt: skip
             self._thread.start()
 
-    def refresh(self) -> list[str]:
-        """Start workers on nodes that joined (all at once, each within the start timeout;
-        a node that cannot start one is skipped with a warning); the ids of those started."""
+    def refresh(self, wait_s: float = 0.0) -> list[str]:
+        """Start workers on nodes that joined, and take in those that have started; the ids
+        of the workers that joined. Waits up to `wait_s` (the first start: the start timeout;
+        the heartbeat: not at all, a start goes on across beats). A node whose worker cannot
+        be scheduled, fails to load its voices or has not answered within the start timeout
+        is skipped with a warning, and tried again `RETRY_SKIPPED_S` later."""
         have = Counter(w.node for w in self.head.workers.values() if not w.dead)
+        have.update(node for _, _, node, _ in self._starting.values())
         nodes: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
         now = time.monotonic()
-        starting: dict[Any, tuple[str, Any, str]] = {}
         for node in nodes:
             node_id = str(node["NodeID"])
             if not node.get("Alive") or now - self.skipped.get(node_id, (-math.inf, ""))[0] < RETRY_SKIPPED_S:
@@ -151,26 +158,44 @@ class RayCluster:
             for _ in range(have.get(node_id, 0), self.workers_per_node):
                 worker_id = f"{host}/{node_id[:8]}/{next(_INCARNATIONS)}"
                 handle = self._launch(node_id, node.get("Resources", {}), worker_id)
-                starting[handle.info.remote()] = (worker_id, handle, node_id)
-        if not starting:
+                self._starting[handle.info.remote()] = (worker_id, handle, node_id, now)
+        limit = time.monotonic() + wait_s
+        while self._starting and not self._stop.is_set():  # NB: in slices, so that close is not kept waiting
+            pending = list(self._starting)
+            slice_s = max(0.0, min(1.0, limit - time.monotonic()))
+            ready, _ = ray.wait(pending, num_returns=len(pending), timeout=slice_s)
+            if len(ready) == len(pending) or time.monotonic() >= limit:
+                break
+        return self._take_started()
+
+    def _take_started(self) -> list[str]:
+        if not self._starting:
             return []
-        ready, late = ray.wait(list(starting), num_returns=len(starting), timeout=self.start_timeout_s)
+        ready, _ = ray.wait(list(self._starting), num_returns=len(self._starting), timeout=0)
         started = []
         for ref in ready:
-            worker_id, handle, node_id = starting[ref]
+            worker_id, handle, node_id, _ = self._starting.pop(ref)
             try:
                 info: dict[str, Any] = ray.get(ref)
             except Exception as exc:  # unschedulable (a dead node still listed), or its voices failed to load
                 self._skip(node_id, handle, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+                continue
+            if self._stop.is_set():  # closing: a worker that answers now is not kept
+                with contextlib.suppress(Exception):
+                    ray.kill(handle)
                 continue
             self.head.add_worker(worker_id, handle, float(info["capacity"]), node_id, int(info["pid"]),
                                  backends=dict(info["backends"]))  # fmt: skip
             log.info("cluster: worker %s joined (pid %s on %s)", worker_id, info["pid"], info["host"])
             self.skipped.pop(node_id, None)
             started.append(worker_id)
-        for ref in late:
-            _, handle, node_id = starting[ref]
-            self._skip(node_id, handle, f"no worker started in {self.start_timeout_s:.0f} s")
+        now = time.monotonic()
+        for ref, (_, handle, node_id, since) in list(self._starting.items()):
+            if now - since >= self.start_timeout_s:
+                del self._starting[ref]
+                asked = self._asked(node_id)
+                why = f"no worker started in {self.start_timeout_s:.0f} s (it asks Ray for {asked}"
+                self._skip(node_id, handle, why + ": held by other Ray work, or the node is gone?)")
         return started
 
     def _launch(self, node_id: str, resources: dict[str, float], worker_id: str) -> Any:
@@ -189,7 +214,13 @@ class RayCluster:
         }
         if gpus > 0:
             options["num_gpus"] = gpus
+        self._asks[node_id] = f"{options['num_cpus']:g} CPU, {memory >> 20} MB" + (
+            f", {gpus:g} GPU" if gpus else ""
+        )
         return self._actor.options(**options).remote(worker_id, processes, self.neural, self.simulated)
+
+    def _asked(self, node_id: str) -> str:
+        return self._asks.get(node_id, "its resources")
 
     def _skip(self, node_id: str, handle: Any, why: str) -> None:
         self.skipped[node_id] = (time.monotonic(), why)
@@ -212,9 +243,10 @@ class RayCluster:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(HEARTBEAT_TTL_S)
-        for w in self.head.workers.values():
+        handles = [*self.head.handles(), *(h for _, h, _, _ in self._starting.values())]
+        for handle in handles:
             with contextlib.suppress(Exception):
-                ray.kill(w.handle)
+                ray.kill(handle)
 
 
 class ClusterSynthesizer:
@@ -236,9 +268,14 @@ class ClusterSynthesizer:
         self._voices: list[VoiceInfo] | None = None
 
     def voices(self) -> list[VoiceInfo]:
-        if self._voices is None:
-            w = next(w for w in self.head.workers.values() if w.alive)
-            self._voices = [v for v in ray.get(w.handle.voices.remote()) if v.backend == self.name]
+        """This backend's voices, as a worker that voices it lists them (none: no such worker
+        now; asked again next time)."""
+        if not self._voices:
+            workers = list(self.head.workers.values())
+            have = [w for w in workers if w.alive and (not w.backends or self.name in w.backends)]
+            if not have:
+                return []
+            self._voices = [v for v in ray.get(have[0].handle.voices.remote()) if v.backend == self.name]
         return self._voices
 
     def synthesize(self, batch: Sequence[SynthRequest]) -> list[Mono]:

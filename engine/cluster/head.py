@@ -288,21 +288,34 @@ class ClusterHead:
         have = self.workers[worker].backends
         return not backend or not have or backend in have
 
-    def _replicas(self, key: str, backend: str) -> list[str]:
+    def _replicas(self, key: str, backend: str, total: int | None = None) -> list[str]:
         """The workers a key's lines go to: its first k owners on the ring that voice its
-        backend, k from its share of the recent lines (1 unless it is hot)."""
+        backend, k from its share of the recent lines (1 unless it is hot: then none here).
+        `total`: the recent lines of all keys, where the caller has it."""
         n = len(self.ring)
-        if not self.replicate:
+        if not self.replicate or n < 2:
             return []
-        k = replicas_needed(self._recent.get(key, 0), self._recent.total(), 1 / n if n else 0.0, n)
+        total = self._recent.total() if total is None else total
+        k = replicas_needed(self._recent.get(key, 0), total, 1 / n, n)
         if k <= 1:
             return []
-        return [w for w in self.ring.owners(key, n) if self._voices_backend(w, backend)][:k]
+        owners = [w for w in self.ring.owners(key, n) if self._voices_backend(w, backend)][:k]
+        return owners if len(owners) > 1 else []
+
+    def _backend_of(self, key: str) -> str:
+        voice = self._voices.get(key)
+        return voice.backend if voice is not None else ""
 
     def hot_keys(self) -> dict[str, list[str]]:
         """Keys replicated now (hot), each with the workers its lines go to."""
         with self._lock:
-            return {k: ws for k in self._recent if len(ws := self._replicas(k, "")) > 1}
+            total = self._recent.total()
+            return {k: ws for k in self._recent if (ws := self._replicas(k, self._backend_of(k), total))}
+
+    def handles(self) -> list[Any]:
+        """Every worker's actor handle (a copy: for ending them)."""
+        with self._lock:
+            return [w.handle for w in self.workers.values()]
 
     def _resend_silent(self, pending: dict[Any, _Send], lines: dict[int, SynthRequest],
                        tried: dict[int, set[str]]) -> None:  # fmt: skip
@@ -322,6 +335,9 @@ class ClusterHead:
         voice = self._voices.get(role)
         if voice is None:  # a role known only from its load: no voice to load first
             self.rebalancer.confirm(role, worker)
+            return
+        if not self._voices_backend(worker, voice.backend):  # it could never load it: the move ends
+            self.rebalancer.transitions.pop(role, None)  # (its lines go to the next worker that has it)
             return
         ref = self.workers[worker].handle.warm.remote(voice)
         self._warming[ref] = (role, worker)
@@ -368,7 +384,8 @@ class ClusterHead:
     def _movable(self) -> dict[str, int]:
         """The recent load the rebalancer spreads by moving roles: hot keys' lines are spread
         by their replicas, and no move would help them."""
-        return {k: n for k, n in self._recent.items() if not self._replicas(k, "")}
+        total = self._recent.total()
+        return {k: n for k, n in self._recent.items() if not self._replicas(k, self._backend_of(k), total)}
 
     def note_load(self, lines_per_role: dict[str, int]) -> None:
         """Count load the head did not route itself (a plan's lines, a previous run's)."""

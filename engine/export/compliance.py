@@ -161,15 +161,16 @@ def measure(path: Path, fmt: AudioFormat, channels: int, rate_hz: int, target: L
         padded[: len(env)] = env
         hop_peaks.append(padded.reshape(n_hops, hop).max(axis=1))
 
-    tone = round(TONE_WINDOW_S * rate_hz)  # NB: a noise window is a whole number of these
+    tone = round(TONE_WINDOW_S * rate_hz)
 
     def loud_runs(sq: NDArray[np.float64], at: int) -> None:
         """The first and last `tone` window (from frame `at`) whose RMS passes the silence."""
         nonlocal first_loud, last_loud
-        n = -(-len(sq) // tone)
-        padded = np.zeros(n * tone)
-        padded[: len(sq)] = sq
-        loud = np.flatnonzero(padded.reshape(n, tone).mean(axis=1) > silence**2)
+        starts = np.arange(0, len(sq), tone)
+        means = np.add.reduceat(sq, starts) / np.diff(
+            np.append(starts, len(sq))
+        )  # a last short window: its own length
+        loud = np.flatnonzero(means > silence**2)
         if len(loud):
             if first_loud < 0:
                 first_loud = at + int(loud[0]) * tone

@@ -257,6 +257,6 @@ def test_a_replacement_worker_has_its_own_id(exact_cluster: Any, caplog: Any) ->
     head.heartbeat()
     assert head.workers[victim].dead and head.workers_lost == 1
     assert any(victim in r.getMessage() and "lost" in r.getMessage() for r in caplog.records)
-    started = exact_cluster.cluster.refresh()
+    started = exact_cluster.cluster.refresh(wait_s=60)
     assert len(started) == 1 and started[0] != victim  # its node's new worker: a new id
     assert head.workers[started[0]].alive and head.workers[started[0]].node == head.workers[victim].node
