@@ -22,7 +22,7 @@ from typing import Any
 
 from engine.core.errors import SynthesisError
 from engine.core.types import Voice
-from engine.synthesis.base import Mono, Synthesizer, SynthRequest, VoiceInfo
+from engine.synthesis.base import Mono, Synthesizer, SynthRequest, VoiceInfo, by_backend
 from engine.synthesis.build import NATURAL
 
 WARM_TEXT = "Ready."
@@ -107,7 +107,7 @@ class SynthWorker:
         try:
             with self._lock:
                 t = time.monotonic()
-                audio = self._voice([r for _, r in items])
+                audio = by_backend([r for _, r in items], self._voice)
                 self._busy_s += time.monotonic() - t
                 self.batches += 1
                 self._voices_loaded.update(r.voice for _, r in items)
@@ -121,18 +121,11 @@ class SynthWorker:
             self.synthesize([(0, SynthRequest(WARM_TEXT, voice))])
         return self.worker_id
 
-    def _voice(self, batch: list[SynthRequest]) -> list[Mono]:
-        groups: dict[str, list[int]] = {}
-        for k, r in enumerate(batch):
-            groups.setdefault(r.voice.backend, []).append(k)
-        out: list[Mono | None] = [None] * len(batch)
-        for backend, idx in groups.items():
-            synth = self.synths.get(backend)
-            if synth is None:
-                raise SynthesisError(f"no {backend} voices on cluster worker {self.worker_id}")
-            for k, audio in zip(idx, synth.synthesize([batch[k] for k in idx]), strict=True):
-                out[k] = audio
-        return [a for a in out if a is not None]
+    def _voice(self, backend: str, share: list[SynthRequest]) -> list[Mono]:
+        synth = self.synths.get(backend)
+        if synth is None:
+            raise SynthesisError(f"no {backend} voices on cluster worker {self.worker_id}")
+        return synth.synthesize(share)
 
     def close(self) -> None:
         for synth in {id(s): s for s in self.synths.values()}.values():

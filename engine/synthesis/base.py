@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -13,6 +13,7 @@ from engine.core.types import Voice
 
 Mono = NDArray[np.float32]
 """A synthesized clip: mono float32 at the engine rate, shape (frames,)."""
+T = TypeVar("T")
 
 
 def at_rate(audio: Mono, from_hz: int, to_hz: int) -> Mono:
@@ -95,3 +96,16 @@ def synthesize_takes(synth: Synthesizer, batch: Sequence[SynthRequest]) -> list[
         takes: list[Take] = timed(batch)
         return takes
     return [Take(a) for a in synth.synthesize(batch)]
+
+
+def by_backend(batch: Sequence[SynthRequest], voice: Callable[[str, list[SynthRequest]], list[T]]) -> list[T]:
+    """Each backend's share of `batch` voiced in one call, `voice(backend, share)` (so a
+    batching backend batches), the results back in the batch's order."""
+    groups: dict[str, list[int]] = {}
+    for k, r in enumerate(batch):
+        groups.setdefault(r.voice.backend, []).append(k)
+    out: list[T | None] = [None] * len(batch)
+    for backend, idx in groups.items():
+        for k, result in zip(idx, voice(backend, [batch[k] for k in idx]), strict=True):
+            out[k] = result
+    return [r for r in out if r is not None]

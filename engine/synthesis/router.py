@@ -10,7 +10,16 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ
-from engine.synthesis.base import Mono, Synthesizer, SynthRequest, Take, VoiceInfo, at_rate, synthesize_takes
+from engine.synthesis.base import (
+    Mono,
+    Synthesizer,
+    SynthRequest,
+    Take,
+    VoiceInfo,
+    at_rate,
+    by_backend,
+    synthesize_takes,
+)
 from engine.synthesis.espeak import stand_in
 
 log = logging.getLogger("troupe.render")
@@ -42,15 +51,7 @@ class Router:
 
     def synthesize_takes(self, batch: Sequence[SynthRequest]) -> list[Take]:
         """`synthesize`, with each line's predicted word times where its backend has them."""
-        groups: dict[str, list[int]] = {}
-        for k, r in enumerate(batch):
-            groups.setdefault(r.voice.backend, []).append(k)
-        out: list[Take | None] = [None] * len(batch)
-        for backend, idx in groups.items():
-            share = [batch[k] for k in idx]
-            for k, take in zip(idx, self._voice(backend, share), strict=True):
-                out[k] = take
-        return [t for t in out if t is not None]
+        return by_backend(batch, self._voice)
 
     def _voice(self, backend: str, share: list[SynthRequest]) -> list[Take]:
         synth = self.synths.get(backend)
