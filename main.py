@@ -99,16 +99,10 @@ def _cluster(address: str, processes: int, rate_hz: int = 48_000):  # type: igno
     """The Ray cluster at `address` (or `auto`) as one synthesizer over every backend its workers
     voice (started on its nodes, each with as many espeak-ng processes as it has CPUs, or
     `processes` where more than 1 is asked), standing in as on one machine."""
-    from engine.core.errors import TroupeError
+    from engine.cluster import open_voices
     from engine.synthesis.router import Router
 
-    try:
-        from engine.cluster.connect import open_cluster
-    except ImportError as exc:
-        raise TroupeError(f"--cluster needs Ray: pip install -e '.[cluster]' ({exc})") from exc
-    return Router(
-        open_cluster(address, processes=processes if processes > 1 else None), sample_rate_hz=rate_hz
-    )
+    return Router(open_voices(address, processes), sample_rate_hz=rate_hz)
 
 
 def _render_progress():  # type: ignore[no-untyped-def]

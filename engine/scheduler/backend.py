@@ -267,13 +267,9 @@ def cluster_backends(address: str, processes: int = 1, neural: bool = True) -> d
     """Every backend the workers of the Ray cluster at `address` voice (started on its nodes,
     each with as many espeak-ng processes as it has CPUs, or `processes` where more than 1),
     one batch per worker in flight; natural voices batched by length as here."""
-    from engine.core.errors import TroupeError
+    from engine.cluster import open_voices
 
-    try:
-        from engine.cluster.connect import open_cluster
-    except ImportError as exc:
-        raise TroupeError(f"a cluster needs Ray: pip install -e '.[cluster]' ({exc})") from exc
-    views = open_cluster(address, processes=processes if processes > 1 else None, neural=neural)
+    views = open_voices(address, processes, neural)
     slots = max(2, len(views["espeak"].head.workers))
     return {n: Backend(v, slots=slots, length_buckets=n != "espeak") for n, v in views.items()}
 

@@ -24,7 +24,7 @@ from engine.core.memory import IdleTrimmer, keep_large_blocks_mapped
 from engine.core.types import SAMPLE_RATE_HZ, Role, RoleKey, Script, Voice
 from engine.metrics import AnomalyDetector
 from engine.scheduler import PolicyConfig, Request, RequestClass, Scheduler, SchedulerConfig, State
-from engine.scheduler.backend import Backend, neural_voice_ids, standard_backends
+from engine.scheduler.backend import cluster_backends, neural_voice_ids, standard_backends
 from engine.scheduler.request import Clock, monotonic
 from engine.script import load_script
 from engine.script.common import normalise_role
@@ -110,13 +110,8 @@ class SpeechService:
         self.cluster: Any = None
         """The cluster synthesizer when voicing on a cluster (its head feeds /metrics)."""
         if self.settings.cluster:
-            from engine.cluster.connect import open_cluster
-
-            processes = self.settings.processes if self.settings.processes > 1 else None
-            views = open_cluster(self.settings.cluster, processes=processes, neural=self.settings.neural)
-            self.cluster = views["espeak"]
-            slots = max(2, len(self.cluster.head.workers))
-            backends = {n: Backend(v, slots=slots, length_buckets=n != "espeak") for n, v in views.items()}
+            backends = cluster_backends(self.settings.cluster, self.settings.processes, self.settings.neural)
+            self.cluster = backends["espeak"].synth
         else:
             backends = standard_backends(self.settings.processes, self.settings.neural)
         self.scheduler = Scheduler(backends, config, clock)
