@@ -123,10 +123,9 @@ class RayCluster:
         self._actor: Any = ray.remote(SynthWorker)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._starting: dict[Any, tuple[str, Any, str, float]] = {}
-        """Workers launched and not yet answering: info ref -> (id, handle, node, since)."""
-        self._asks: dict[str, str] = {}
-        """What each node's workers ask Ray for, as said in a skip."""
+        self._starting: dict[Any, tuple[str, Any, str, float, str]] = {}
+        """Workers launched and not yet answering: info ref -> (id, handle, node, since, what
+        it asked Ray for)."""
         self.refresh(wait_s=start_timeout_s)
         if not self.head.workers:
             why = "; ".join(w for _, w in self.skipped.values())
@@ -145,7 +144,7 @@ class RayCluster:
         be scheduled, fails to load its voices or has not answered within the start timeout
         is skipped with a warning, and tried again `RETRY_SKIPPED_S` later."""
         have = Counter(w.node for w in self.head.workers.values() if not w.dead)
-        have.update(node for _, _, node, _ in self._starting.values())
+        have.update(node for _, _, node, _, _ in self._starting.values())
         nodes: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
         now = time.monotonic()
         for node in nodes:
@@ -157,8 +156,8 @@ class RayCluster:
             host = str(node.get("NodeManagerAddress", ""))
             for _ in range(have.get(node_id, 0), self.workers_per_node):
                 worker_id = f"{host}/{node_id[:8]}/{next(_INCARNATIONS)}"
-                handle = self._launch(node_id, node.get("Resources", {}), worker_id)
-                self._starting[handle.info.remote()] = (worker_id, handle, node_id, now)
+                handle, asked = self._launch(node_id, node.get("Resources", {}), worker_id)
+                self._starting[handle.info.remote()] = (worker_id, handle, node_id, now, asked)
         limit = time.monotonic() + wait_s
         while self._starting and not self._stop.is_set():  # NB: in slices, so that close is not kept waiting
             pending = list(self._starting)
@@ -174,7 +173,7 @@ class RayCluster:
         ready, _ = ray.wait(list(self._starting), num_returns=len(self._starting), timeout=0)
         started = []
         for ref in ready:
-            worker_id, handle, node_id, _ = self._starting.pop(ref)
+            worker_id, handle, node_id, _, _ = self._starting.pop(ref)
             try:
                 info: dict[str, Any] = ray.get(ref)
             except Exception as exc:  # unschedulable (a dead node still listed), or its voices failed to load
@@ -190,17 +189,17 @@ class RayCluster:
             self.skipped.pop(node_id, None)
             started.append(worker_id)
         now = time.monotonic()
-        for ref, (_, handle, node_id, since) in list(self._starting.items()):
+        for ref, (_, handle, node_id, since, asked) in list(self._starting.items()):
             if now - since >= self.start_timeout_s:
                 del self._starting[ref]
-                asked = self._asked(node_id)
                 why = f"no worker started in {self.start_timeout_s:.0f} s (it asks Ray for {asked}"
                 self._skip(node_id, handle, why + ": held by other Ray work, or the node is gone?)")
         return started
 
-    def _launch(self, node_id: str, resources: dict[str, float], worker_id: str) -> Any:
+    def _launch(self, node_id: str, resources: dict[str, float], worker_id: str) -> tuple[Any, str]:
         """A worker actor on `node_id`, declaring its share of the node's CPUs (its espeak-ng
-        processes: its capacity), its model's memory and the node's GPU where there is one."""
+        processes: its capacity), its model's memory and the node's GPU where there is one;
+        with what it asked for, in words."""
         cpus = float(resources.get("CPU", 1.0)) / self.workers_per_node
         processes = self.processes or max(1, int(cpus))
         gpus = float(resources.get("GPU", 0.0)) / self.workers_per_node if self.neural else 0.0
@@ -214,13 +213,9 @@ class RayCluster:
         }
         if gpus > 0:
             options["num_gpus"] = gpus
-        self._asks[node_id] = f"{options['num_cpus']:g} CPU, {memory >> 20} MB" + (
-            f", {gpus:g} GPU" if gpus else ""
-        )
-        return self._actor.options(**options).remote(worker_id, processes, self.neural, self.simulated)
-
-    def _asked(self, node_id: str) -> str:
-        return self._asks.get(node_id, "its resources")
+        gpu = f", {gpus:g} GPU" if gpus else ""
+        asked = f"{options['num_cpus']:g} CPU, {memory >> 20} MB{gpu}"
+        return self._actor.options(**options).remote(worker_id, processes, self.neural, self.simulated), asked
 
     def _skip(self, node_id: str, handle: Any, why: str) -> None:
         self.skipped[node_id] = (time.monotonic(), why)
@@ -243,7 +238,7 @@ class RayCluster:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(HEARTBEAT_TTL_S)
-        handles = [*self.head.handles(), *(h for _, h, _, _ in self._starting.values())]
+        handles = [*self.head.handles(), *(h for _, h, _, _, _ in self._starting.values())]
         for handle in handles:
             with contextlib.suppress(Exception):
                 ray.kill(handle)

@@ -268,7 +268,7 @@ class ClusterHead:
             self._recent[key] += 1
             self._voices[key] = r.voice
             hot = self._replicas(key, backend)
-            if len(hot) > 1:
+            if hot:
                 caps = {w: self.workers[w].capacity for w in self.ring.workers}
                 return pick(hot, in_flight, caps)
             worker = self.rebalancer.route(key)
@@ -309,8 +309,11 @@ class ClusterHead:
     def hot_keys(self) -> dict[str, list[str]]:
         """Keys replicated now (hot), each with the workers its lines go to."""
         with self._lock:
-            total = self._recent.total()
-            return {k: ws for k in self._recent if (ws := self._replicas(k, self._backend_of(k), total))}
+            return self._hot()
+
+    def _hot(self) -> dict[str, list[str]]:
+        total = self._recent.total()
+        return {k: ws for k in self._recent if (ws := self._replicas(k, self._backend_of(k), total))}
 
     def handles(self) -> list[Any]:
         """Every worker's actor handle (a copy: for ending them)."""
@@ -384,8 +387,8 @@ class ClusterHead:
     def _movable(self) -> dict[str, int]:
         """The recent load the rebalancer spreads by moving roles: hot keys' lines are spread
         by their replicas, and no move would help them."""
-        total = self._recent.total()
-        return {k: n for k, n in self._recent.items() if not self._replicas(k, self._backend_of(k), total)}
+        hot = self._hot()
+        return {k: n for k, n in self._recent.items() if k not in hot}
 
     def note_load(self, lines_per_role: dict[str, int]) -> None:
         """Count load the head did not route itself (a plan's lines, a previous run's)."""
