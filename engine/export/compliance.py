@@ -167,9 +167,8 @@ def measure(path: Path, fmt: AudioFormat, channels: int, rate_hz: int, target: L
         """The first and last `tone` window (from frame `at`) whose RMS passes the silence."""
         nonlocal first_loud, last_loud
         starts = np.arange(0, len(sq), tone)
-        means = np.add.reduceat(sq, starts) / np.diff(
-            np.append(starts, len(sq))
-        )  # a last short window: its own length
+        lengths = np.diff(np.append(starts, len(sq)))  # a last short window: its own length
+        means = np.add.reduceat(sq, starts) / lengths
         loud = np.flatnonzero(means > silence**2)
         if len(loud):
             if first_loud < 0:
@@ -225,13 +224,11 @@ def checks(m: Compliance, target: LoudnessTarget) -> list[Check]:
         return [Check("integrated loudness", abs(m.integrated_lufs - target.lufs) <= 1.0,
                       f"{m.integrated_lufs:.1f} LUFS", f"{target.lufs:g} ±1 LUFS"), *out]  # fmt: skip
     lo, hi = target.rms_db
+    floor = "digital silence" if m.noise_floor_db == -math.inf else f"{m.noise_floor_db:.1f} dB"
     return [
         Check("RMS", lo <= m.rms_db <= hi, f"{m.rms_db:.1f} dB", f"{lo:g} to {hi:g} dB"), *out,
-        Check("noise floor", m.noise_floor_db <= ACX_NOISE_DB,
-              "digital silence" if m.noise_floor_db == -math.inf else f"{m.noise_floor_db:.1f} dB",
-              f"<= {ACX_NOISE_DB:g} dB"),
-        Check("room tone, not digital silence", m.noise_floor_db > ROOM_TONE_MIN_DB,
-              "digital silence" if m.noise_floor_db == -math.inf else f"{m.noise_floor_db:.1f} dB",
+        Check("noise floor", m.noise_floor_db <= ACX_NOISE_DB, floor, f"<= {ACX_NOISE_DB:g} dB"),
+        Check("room tone, not digital silence", m.noise_floor_db > ROOM_TONE_MIN_DB, floor,
               f"> {ROOM_TONE_MIN_DB:g} dB"),
         Check("room tone at the head", ACX_HEAD_S[0] <= m.head_room_tone_s <= ACX_HEAD_S[1] + 0.05,
               f"{m.head_room_tone_s:.2f} s", f"{ACX_HEAD_S[0]:g} to {ACX_HEAD_S[1]:g} s"),

@@ -30,6 +30,8 @@ from engine.script.ensemble import expand_ensembles
 
 MAX_LINES = 10_000
 """Spoken lines in one script (a feature film has ~1,500; a long audiobook chapter ~3,000)."""
+SPLIT_LONG_SCRIPT = "split it into episodes or acts"
+"""What to do with a script past a limit of its size."""
 _LINE_LIMIT: ContextVar[int | None] = ContextVar("troupe_line_limit", default=None)
 """The most lines the import in progress may make (None: any; see `line_limit`)."""
 
@@ -98,7 +100,7 @@ def read_text(path: Path, encoding: str | None = None) -> Decoded:
             raise ScriptError(
                 path,
                 f"file is {size / 1e6:.1f} MB; a script must be under {MAX_SCRIPT_BYTES // 2**20} MB "
-                "(split it into episodes or acts)",
+                f"({SPLIT_LONG_SCRIPT})",
             )
         raw = path.read_bytes()
     except OSError as exc:
@@ -302,8 +304,7 @@ class ScriptBuilder:
             self.scene("", line)
         limit = _LINE_LIMIT.get()
         if limit is not None and len(self.cues) >= limit:
-            split = "split it into episodes or acts"
-            why = f"more than {limit:,} lines; a script may have at most {limit:,} ({split})"
+            why = f"more than {limit:,} lines; a script may have at most {limit:,} ({SPLIT_LONG_SCRIPT})"
             raise ScriptError(self.path, why, line)  # the line past the limit: nothing after it is read
         self.cues.append(
             Cue(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from engine.core.errors import ScriptError
 from engine.core.types import Cue, ImportNote, Script
-from engine.script.common import MAX_LINES, MAX_SCRIPT_BYTES
+from engine.script.common import MAX_LINES, MAX_SCRIPT_BYTES, SPLIT_LONG_SCRIPT
 
 MAX_ROLES = 1_000
 """Distinct roles in one script."""
@@ -52,8 +52,8 @@ def check_script(path: Path, script: Script) -> Script:
     past `MAX_LINE_CHARS` is split, never refused (a writing app may make such a paragraph)."""
     script = _split_long_lines(script)
     if len(script.cues) > MAX_LINES:
-        raise ScriptError(path, f"{len(script.cues):,} lines; a script may have at most {MAX_LINES:,} "
-                                "(split it into episodes or acts)")  # fmt: skip
+        n = len(script.cues)
+        raise ScriptError(path, f"{n:,} lines; a script may have at most {MAX_LINES:,} ({SPLIT_LONG_SCRIPT})")
     if len(script.roles) > MAX_ROLES:
         what = "split it into episodes, or give walk-on parts one shared name"
         n = len(script.roles)
