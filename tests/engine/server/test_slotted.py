@@ -146,16 +146,20 @@ def test_a_slot_with_ssml_input_is_refused(by_length: LiveServer) -> None:
 def test_a_client_that_hangs_up_withdraws_the_chunk_in_flight(
     by_length: LiveServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The second chunk never finishes voicing; the client leaves after the first bytes: that
-    chunk is cancelled and no later one is ever queued."""
+    """The second chunk never finishes voicing; the client leaves once it is queued: that
+    chunk is cancelled and no later one is ever queued. (The client waits for the second chunk
+    to be queued before it leaves: leaving earlier is also right, nothing after the first is
+    queued then, but it would not test the withdrawal.)"""
     service = by_length.service
     queued: list[int] = []
     stuck: Future[Any] = Future()
-    closed = threading.Event()
+    closed, second_queued = threading.Event(), threading.Event()
     real_submit, real_cancel = service.submit_chunk, SlottedLine.cancel
 
     def submit_chunk(role: str, chunk: str, voice: Voice, klass: Any, k: int, n: int) -> Future[Any]:
         queued.append(k)
+        if k == 1:
+            second_queued.set()
         return stuck if k == 1 else real_submit(role, chunk, voice, klass, k, n)
 
     def cancel(line: SlottedLine) -> None:
@@ -171,6 +175,7 @@ def test_a_client_that_hangs_up_withdraws_the_chunk_in_flight(
     ):
         assert r.status_code == 200
         next(r.iter_raw())
+        assert second_queued.wait(20), "the second chunk was never queued"
     assert closed.wait(20), "the stream was never closed"
     assert stuck.cancelled() and queued == [0, 1], queued
 
