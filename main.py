@@ -19,10 +19,6 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from engine.cast import Cast
 
 from assets import DEMO
 
@@ -80,18 +76,18 @@ def _natural_voices() -> list:  # type: ignore[type-arg]
     return kokoro_voice_list() + (piper.voices() if piper is not None else [])
 
 
-def _synth(processes: int, cast: Cast | None = None, rate_hz: int = 48_000):  # type: ignore[no-untyped-def]
-    """espeak-ng (in this process or a pool), and Kokoro or Piper where the cast names them; for the
-    offline render, so the workers run at normal priority (no live stream to yield to). Lines
-    come out at `rate_hz` (espeak-ng's workers resample, or not at all at its own 22,050 Hz).
+def _synth(processes: int, rate_hz: int = 48_000):  # type: ignore[no-untyped-def]
+    """espeak-ng (in this process or a pool, started now: its workers start while the script
+    loads) for the offline render, so the workers run at normal priority (no live stream to
+    yield to). Lines come out at `rate_hz` (espeak-ng's workers resample, or not at all at its
+    own 22,050 Hz). The natural backends the cast names join it once the cast is known.
 
     NB: worker processes, not threads with private library copies: on a busy machine the
     threads used less CPU but took longer (bench_render.py, same run)."""
     from engine.synthesis.build import SynthSpec, build_synthesizers
     from engine.synthesis.router import Router
 
-    named = {v.backend for v in cast.voices.values()} if cast is not None else set()
-    spec = SynthSpec(processes, offline=True, natural=named, rate_hz=rate_hz)
+    spec = SynthSpec(processes, offline=True, natural=None, rate_hz=rate_hz)
     return Router(build_synthesizers(spec), sample_rate_hz=rate_hz)
 
 
@@ -152,14 +148,17 @@ def cmd_render(args: argparse.Namespace) -> int:
     from engine.render import StemOptions, render_script
 
     _stop_on_signals()  # SIGTERM and SIGHUP end a render as Ctrl+C does: its partial files go
-    # first: its workers start while the script loads
     rate = args.sample_rate
     local = not args.cluster
-    synths = [_synth(args.processes, None, rate) if local else _cluster(args.cluster, args.processes, rate)]
+    synth = _synth(args.processes, rate) if local else _cluster(args.cluster, args.processes, rate)
     try:
         script, cast, edits = _load(args)
-        if not args.cluster and any(v.backend in ("kokoro", "piper") for v in cast.voices.values()):
-            synths.append(_synth(args.processes, cast, rate))
+        named = {v.backend for v in cast.voices.values()}
+        if not args.cluster and named & {"kokoro", "piper"}:  # the espeak-ng already started stands in
+            from engine.synthesis.build import build_natural
+            from engine.synthesis.router import Router
+
+            synth = Router({**synth.synths, **build_natural(named)}, sample_rate_hz=rate)
         stems = StemOptions(args.stem_mode, args.stem_format, args.sample_format)
         loudness = None
         if args.loudness:
@@ -179,16 +178,15 @@ def cmd_render(args: argparse.Namespace) -> int:
             task = bar.add_task("", total=1.0) if bar is not None else None
             on_progress = (lambda f, msg: bar.update(task, completed=f, description=msg)) if bar else None
             pacing = Pacing(gap_s=args.gap)
-            listening = _listening(args, script, synths[-1].sample_rate_hz)
-            result = render_script(script, cast, args.output, synths[-1], args.stems, pacing, edits,
+            listening = _listening(args, script, synth.sample_rate_hz)
+            result = render_script(script, cast, args.output, synth, args.stems, pacing, edits,
                                    on_progress, stems=stems, sample_format=args.sample_format,
                                    loudness=loudness, listening=listening, sample_rate_hz=rate,
                                    channels=args.channels, book=book,
                                    chapter_min_s=args.chapter_minutes * 60,
                                    levelling=not args.no_levelling)  # fmt: skip
     finally:
-        for synth in synths:
-            synth.close()
+        synth.close()
         _stop_resource_tracker()
     wall = time.perf_counter() - t0
     speed = result.duration_s / wall

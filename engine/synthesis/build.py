@@ -47,13 +47,19 @@ def build_synthesizers(spec: SynthSpec = SynthSpec()) -> dict[str, Synthesizer]:
 
         for _ in range(spec.processes):  # the workers start now, while the script is read
             pool.submit("a", Voice())
-    synths: dict[str, Synthesizer] = {"espeak": espeak}
+    return {"espeak": espeak, **build_natural(spec.natural or (), spec.cache)}
+
+
+def build_natural(names: Collection[str], cache: bool = True) -> dict[str, Synthesizer]:
+    """Backend name -> synthesizer for each natural backend in `names` installed here, each
+    behind the take cache with `cache`."""
+    synths: dict[str, Synthesizer] = {}
     for name in NATURAL:
-        if name not in (spec.natural or ()):
+        if name not in names:
             continue
         synth = _natural(name)
         if synth is not None:
-            if spec.cache:
+            if cache:
                 from engine.synthesis.take_cache import with_cache
 
                 synth = with_cache(synth)

@@ -8,22 +8,56 @@ with the shipped Kokoro int8 model on 2 cores, `benchmarks/bench_render.py --nat
   otherwise the arena keeps the largest call's memory for good and grows by doubling
   (Kokoro, one 250-phoneme part: 585 MB resident after, 319 MB with shrinkage);
 - one model call at a time in a process: every call already uses every core, so two at
-  once run no faster and hold two working sets (a render voices on two threads).
+  once run no faster and hold two working sets (a render voices on two threads);
+- after each call the C heap's free pages go back to the system (glibc's `malloc_trim`): the
+  call's buffers, freed across threads, otherwise stay in the process as fragments (Kokoro,
+  40 screenplay lines: 256 MB resident after, 212 MB with the trim; peak 415 -> 387 MB).
+  NB: not a fixed mmap threshold, which does the same for the model but costs every large
+  numpy buffer a fresh mapping (a warm render ran 8% slower).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
 import logging
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 log = logging.getLogger("troupe.synthesis")
 
-CPU_CALLS = threading.Lock()
+
+def _malloc_trim() -> Callable[[], object]:
+    """glibc's `malloc_trim(0)`, or nothing where the C library has none (musl, macOS)."""
+    with contextlib.suppress(OSError, AttributeError):
+        trim = ctypes.CDLL(None).malloc_trim
+        trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+        return lambda: trim(0)
+    return lambda: None
+
+
+class _CpuCalls:
+    """One CPU model call at a time in this process; the heap trimmed after each."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._trim = _malloc_trim()
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+
+    def __exit__(self, *_exc: object) -> None:
+        try:
+            self._trim()
+        finally:
+            self._lock.release()
+
+
+CPU_CALLS = _CpuCalls()
 """Held around every CPU model call of this process (Kokoro and Piper alike)."""
 
 
