@@ -3,8 +3,12 @@ cast that depends on the script alone."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import pytest
+
+from engine import gender
 from engine.cast import Cast
 from engine.core.types import Role
 from engine.gender import from_first_name, from_pronouns, guess, guess_all
@@ -104,3 +108,25 @@ def test_a_saved_cast_is_not_guessed_again(monkeypatch) -> None:  # type: ignore
     assert Cast.auto(script, partial).voices["OWEN"].voice_id == saved["OWEN"].voice_id
     assert asked == ["<action>", "OWEN"]
     assert guess_all(script, ["OWEN", "NOBODY"]) == {"OWEN": "m"}
+
+
+def test_first_names_read_from_their_own_lines_guess_as_the_whole_list_does(monkeypatch) -> None:
+    """Only the lines of the names asked for are read (the whole list costs 26 MB for a whole
+    render): the guesses match gender-guesser's own detector over every name, one pass for
+    many names or a name at a time, joined names ('Anne+Marie') and unknown words alike."""
+    detector = pytest.importorskip("gender_guesser.detector")
+    lines = (Path(detector.__file__).with_name("data") / "nam_dict.txt").read_text(encoding="utf-8")
+    listed = [ln.split()[1] for ln in lines.splitlines() if ln and ln[0] not in "#="]
+    sample = listed[::400] + [n.replace("+", "") for n in listed if "+" in n][:20] + ["Zzyzx", "Intercom"]
+    whole = detector.Detector(case_sensitive=False)
+
+    def want(name: str) -> str | None:  # the first word of letters, as a role's name is read
+        words = re.findall(r"[A-Za-z]+", name)
+        return gender._NAME_GENDER.get(whole.get_gender(words[0])) if words else None
+
+    monkeypatch.setattr(gender, "_FIRST_NAMES", {})
+    gender.look_up_first_names(n.upper() for n in sample)
+    assert {n: gender.from_first_name(n.upper()) for n in sample} == {n: want(n) for n in sample}
+    assert any(gender._FIRST_NAMES.values()) and len(gender._FIRST_NAMES) < 2 * len(sample)
+    monkeypatch.setattr(gender, "_FIRST_NAMES", {})
+    assert [gender.from_first_name(f"{n} SMITH") for n in sample[:30]] == [want(n) for n in sample[:30]]
