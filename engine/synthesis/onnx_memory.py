@@ -1,4 +1,4 @@
-"""What a voice model costs in memory on the CPU, and the three rules that bound it (measured
+"""What a voice model costs in memory on the CPU, and the rules that bound it (measured
 with the shipped Kokoro int8 model on 2 cores, `benchmarks/bench_render.py --natural`):
 
 - a session is built from a file, not from bytes in memory: onnxruntime keeps its own copy
@@ -9,35 +9,26 @@ with the shipped Kokoro int8 model on 2 cores, `benchmarks/bench_render.py --nat
   (Kokoro, one 250-phoneme part: 585 MB resident after, 319 MB with shrinkage);
 - one model call at a time in a process: every call already uses every core, so two at
   once run no faster and hold two working sets (a render voices on two threads);
-- after each call the C heap's free pages go back to the system (glibc's `malloc_trim`): the
-  call's buffers, freed across threads, otherwise stay in the process as fragments (Kokoro,
-  40 screenplay lines: 256 MB resident after, 212 MB with the trim; peak 415 -> 387 MB).
-  NB: not a fixed mmap threshold, which does the same for the model but costs every large
-  numpy buffer a fresh mapping (a warm render ran 8% slower).
+- after each call the C heap's free pages go back to the system (`malloc_trim`): the call's
+  buffers under the mmap threshold, freed across threads, otherwise stay in the process as
+  fragments (Kokoro alone, 40 screenplay lines, glibc's defaults: 256 MB resident after,
+  212 MB with the trim; peak 415 -> 387 MB; a render also maps buffers from 1 MB apart,
+  `engine.core.memory.bound_render_heap`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import hashlib
 import logging
 import os
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from engine.core.memory import release_free_memory
+
 log = logging.getLogger("troupe.synthesis")
-
-
-def _malloc_trim() -> Callable[[], object]:
-    """glibc's `malloc_trim(0)`, or nothing where the C library has none (musl, macOS)."""
-    with contextlib.suppress(OSError, AttributeError):
-        trim = ctypes.CDLL(None).malloc_trim
-        trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-        return lambda: trim(0)
-    return lambda: None
 
 
 class _CpuCalls:
@@ -45,7 +36,7 @@ class _CpuCalls:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._trim = _malloc_trim()
+        self._trim = release_free_memory
 
     def __enter__(self) -> None:
         self._lock.acquire()
