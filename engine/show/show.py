@@ -33,6 +33,7 @@ from engine.show.adlibs import Adlibs
 from engine.show.fit import LiveFit
 from engine.show.planner import Planner, chunk_deadlines
 from engine.show.prepare import MAX_PREPARE_S, Readiness, readiness
+from engine.show.revoice import StandInRevoicer
 from engine.show.times import ShowTimes
 from engine.show.tracks import HEARD, SR, Changes, CueState, CueTrack, ShowStats
 from engine.synthesis.delivery import delivered_audio, delivered_voice
@@ -90,6 +91,8 @@ class Show:
         self.fit: LiveFit | None = LiveFit(script.cues) if fit and timed else None
         self._levels = RoleLeveller()
         """Each role's speech to one level (per voice: a stand-in or a recast voice apart)."""
+        self.revoicer = StandInRevoicer(scheduler)
+        """A stand-in's line asked for again in its cast voice, in the background."""
         """Timed lines voiced to fit their slots (None: no timed lines, or fitting off)."""
         self._refit: list[tuple[int, int]] = []
         """(cue, take) heard past its slot, to be voiced again at the next tick."""
@@ -206,6 +209,8 @@ class Show:
             level = np.float32(self._levels.gain(key, speech_level_db(r.audio, SR)))
             t.set_chunk(r.chunk, delivered_audio(r.audio * level, t.cue.hints, SR, r.chunk == 0))
             t.fallback |= r.fallback
+            if r.fallback and not t.adlib:
+                self.revoicer.offer(r)
             if t.known:
                 if self.fit is not None and not t.adlib:
                     own = delivered_voice(self.cast[t.cue.role], t.cue.hints)

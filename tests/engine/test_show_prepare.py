@@ -24,6 +24,7 @@ from engine.script import load_script
 from engine.show import Show
 from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
 from engine.synthesis.espeak import EspeakSynthesizer
+from engine.synthesis.take_cache import with_cache
 
 pytestmark = pytest.mark.slow  # seconds of work each (a model, a search, a fuzz run)
 
@@ -47,6 +48,10 @@ class SlowVoices:
     failures = 0
     """The next calls that fail (a backend failure: the line goes to the stand-in voice)."""
 
+    def __init__(self) -> None:
+        self.voiced: list[str] = []
+        """The texts voiced, in order."""
+
     def voices(self) -> list[VoiceInfo]:
         return VOICES
 
@@ -60,6 +65,7 @@ class SlowVoices:
             time.sleep(RTF * n / SR)
             t = np.arange(n) / SR
             out.append((0.3 * np.sin(2 * np.pi * tone_hz(r.voice.voice_id) * t)).astype(np.float32))
+            self.voiced.append(r.text)
         return out
 
     def stream(self, request: SynthRequest) -> Iterator[Mono]:
@@ -70,11 +76,13 @@ class SlowVoices:
 
 
 class Slow:
-    def __init__(self, script: Path) -> None:
+    def __init__(self, script: Path, takes: Path | None = None) -> None:
+        """`takes`: a take cache folder in front of the slow voices (as Kokoro has one)."""
         self.script = load_script(script)
         self.ring = MixRing(1 << 14)
         self.voices = SlowVoices()
-        backends = {"espeak": Backend(EspeakSynthesizer()), "kokoro": Backend(self.voices)}
+        natural = with_cache(self.voices, takes) if takes is not None else self.voices
+        backends = {"espeak": Backend(EspeakSynthesizer()), "kokoro": Backend(natural)}
         self.sched = Scheduler(backends, SchedulerConfig())
         self.cast = Cast.auto(self.script, natural=VOICES)
         self.show = Show(self.script, self.cast, self.sched, self.ring, render_ahead_ms=100)
@@ -166,3 +174,39 @@ def test_a_stand_in_take_is_voiced_again_in_the_cast_voice_after_stop(slow: Slow
     k = round(first.start_s * SR)
     want = tone_hz(slow.cast[first.cue.role].voice_id)
     assert _dominant_hz(heard[k + SR // 20 : k + SR // 5]) == pytest.approx(want, abs=15)
+
+
+def test_a_stand_in_line_is_voiced_in_its_cast_voice_during_the_run(
+    testdata: Path, tmp_path: Path
+) -> None:
+    """While the show runs, a line the stand-in spoke is voiced again in its cast voice (into
+    the take cache, behind the show's own lines); after Stop it comes back from the cache in
+    its cast voice without being voiced a third time."""
+    slow = Slow(testdata / "radio_play.txt", takes=tmp_path / "takes")
+    try:
+        slow.voices.failures = 4  # the first line's tries fail: the stand-in voices it
+        slow.show.pause(False)
+        slow.run(5.0)
+        stood_in = [t for t in slow.show.tracks if t.fallback]
+        assert stood_in
+        texts = [chunk for t in stood_in for chunk in t.chunks]
+        end = time.monotonic() + 20
+        while slow.show.revoicer.voiced < len(texts) and time.monotonic() < end:
+            slow.run(0.5)  # still playing: the re-voice is background work
+        assert slow.show.revoicer.voiced == len(texts) and slow.show.status == "playing"
+        assert all(text in slow.voices.voiced for text in texts)
+        asked = len(slow.voices.voiced)
+        slow.show.stop()
+        slow.run(2.0)
+        slow.heard.clear()
+        slow.show.pause(False)
+        slow.run(3.0)
+        first = slow.show.tracks[stood_in[0].cue.index]
+        assert not first.fallback and first.start_s is not None
+        assert all(text not in slow.voices.voiced[asked:] for text in texts)  # from the take cache
+        heard = np.concatenate(slow.heard)
+        k = round(first.start_s * SR)
+        want = tone_hz(slow.cast[first.cue.role].voice_id)
+        assert _dominant_hz(heard[k + SR // 20 : k + SR // 5]) == pytest.approx(want, abs=15)
+    finally:
+        slow.close()
