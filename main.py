@@ -19,6 +19,10 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine.cast import Cast
 
 from assets import DEMO
 
@@ -91,6 +95,18 @@ def _synth(processes: int, rate_hz: int = 48_000):  # type: ignore[no-untyped-de
     return Router(build_synthesizers(spec), sample_rate_hz=rate_hz)
 
 
+def _with_natural(synth, cast: Cast):  # type: ignore[no-untyped-def]
+    """`synth` (a router over espeak-ng) with the natural backends `cast` names beside it
+    (the espeak-ng already started stands in for them)."""
+    from engine.synthesis.build import NATURAL, build_natural
+    from engine.synthesis.router import Router
+
+    named = {v.backend for v in cast.voices.values()} & set(NATURAL)
+    if not named:
+        return synth
+    return Router({**synth.synths, **build_natural(named)}, sample_rate_hz=synth.sample_rate_hz)
+
+
 def _cluster(address: str, processes: int, rate_hz: int = 48_000):  # type: ignore[no-untyped-def]
     """The Ray cluster at `address` (or `auto`) as one synthesizer over every backend its workers
     voice (started on its nodes, each with as many espeak-ng processes as it has CPUs, or
@@ -149,16 +165,11 @@ def cmd_render(args: argparse.Namespace) -> int:
 
     _stop_on_signals()  # SIGTERM and SIGHUP end a render as Ctrl+C does: its partial files go
     rate = args.sample_rate
-    local = not args.cluster
-    synth = _synth(args.processes, rate) if local else _cluster(args.cluster, args.processes, rate)
+    synth = _cluster(args.cluster, args.processes, rate) if args.cluster else _synth(args.processes, rate)
     try:
         script, cast, edits = _load(args)
-        named = {v.backend for v in cast.voices.values()}
-        if not args.cluster and named & {"kokoro", "piper"}:  # the espeak-ng already started stands in
-            from engine.synthesis.build import build_natural
-            from engine.synthesis.router import Router
-
-            synth = Router({**synth.synths, **build_natural(named)}, sample_rate_hz=rate)
+        if not args.cluster:
+            synth = _with_natural(synth, cast)
         stems = StemOptions(args.stem_mode, args.stem_format, args.sample_format)
         loudness = None
         if args.loudness:

@@ -7,7 +7,7 @@ voice), its wall time against `espeak-ng -f` on the same text, and its peak memo
 The warm render is timed twice: as a user gets it (48 kHz stereo 24-bit WAV) and like for
 like with `espeak-ng -f` (22,050 Hz mono 16-bit: the same samples to write; the takes are
 resampled from the voices' own rates). `--cache DIR` keeps the take cache there (a second
-run with the same folder times only the warm renders: its cold row is left empty).
+run with the same folder renders only warm: its cold figures are left empty).
 
 The script is the demo screenplay repeated, its four roles renamed so that `--roles` roles
 take turns (a feature screenplay's many parts); `main.py cast` picks the voices, as for a
@@ -90,7 +90,7 @@ def one_length(folder: Path, hours: float, roles: int, repeats: int,
     env = {"TROUPE_TAKE_CACHE": str(cache), "BENCH_OUT": str(out)}
     render = [sys.executable, str(ROOT / "main.py"), "render", str(script), "-o", str(out / "mix.wav")]
     espeak = ["espeak-ng", "-f", str(text), "-w", str(folder / "ref" / "out.wav")]
-    cold, cold_tree = tree_peak(render, env)
+    cold, cold_tree = tree_peak(render, env) if was_cold else ({}, 0.0)
     warm: list[tuple[dict[str, float], float]] = []
     same: list[dict[str, float]] = []
     ref: list[dict[str, float]] = []
@@ -102,7 +102,7 @@ def one_length(folder: Path, hours: float, roles: int, repeats: int,
     ratios = [w["wall_s"] / r["wall_s"] for (w, _), r in zip(warm, ref, strict=True)]
     same_ratios = [w["wall_s"] / r["wall_s"] for w, r in zip(same, ref, strict=True)]
     row: dict[str, Any] = {
-        "hours": hours, "audio_s": cold["audio_s"], **cast_summary(script),
+        "hours": hours, "audio_s": warm[0][0]["audio_s"], **cast_summary(script),
         "cold_wall_s": None, "cold_x_real_time": None, "cold_ratio_to_espeak": None,
         "cold_rss_mb": None, "cold_tree_mb": None,
         "warm_wall_s": statistics.median(w["wall_s"] for w, _ in warm),

@@ -76,33 +76,36 @@ def look_up_first_names(names: Iterable[str]) -> None:
     its 48,000 names (26 MB resident for a whole render, 0.17 s of every cast)."""
     with _FIRST_NAMES_LOCK:
         wanted = {w for w in map(_first_name_word, names) if w and w not in _FIRST_NAMES}
-        if not wanted:
-            return
-        _FIRST_NAMES.update(dict.fromkeys(wanted))
-        try:
-            from gender_guesser import detector
-        except ImportError:
-            return
-        path = Path(detector.__file__).with_name("data") / "nam_dict.txt"
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            log.info("cannot read %s (%s): no first-name guesses", path, exc)
-            return
+        if wanted:
+            _FIRST_NAMES.update(_read_first_names(wanted))
 
-        class Names(detector.Detector):  # type: ignore[misc]
-            """gender-guesser's detector over the lines of the wanted names only."""
 
-            def _parse(self, _filename: str) -> None:
-                self.names: dict[str, dict[str, str]] = {}
-                for line in text.splitlines():
-                    parts = line.split(None, 2)
-                    if len(parts) > 1 and parts[1].lower().replace("+", "") in wanted:
-                        self._eat_name_line(line.strip())
+def _read_first_names(wanted: set[str]) -> dict[str, str | None]:
+    """Each wanted first name's 'f', 'm' or None; None for all where the list is missing."""
+    unknown: dict[str, str | None] = dict.fromkeys(wanted)
+    try:
+        from gender_guesser import detector
+    except ImportError:
+        return unknown
+    path = Path(detector.__file__).with_name("data") / "nam_dict.txt"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeError) as exc:
+        log.info("cannot read %s (%s): no first-name guesses", path, exc)
+        return unknown
 
-        found = Names(case_sensitive=False)
-        for word in wanted:
-            _FIRST_NAMES[word] = _NAME_GENDER.get(found.get_gender(word))
+    class Names(detector.Detector):  # type: ignore[misc]
+        """gender-guesser's detector over the lines of the wanted names only."""
+
+        def _parse(self, _filename: str) -> None:
+            self.names: dict[str, dict[str, str]] = {}
+            for line in text.splitlines():
+                parts = line.split(None, 2)
+                if len(parts) > 1 and parts[1].lower().replace("+", "") in wanted:
+                    self._eat_name_line(line.strip())
+
+    found = Names(case_sensitive=False)
+    return {word: _NAME_GENDER.get(found.get_gender(word)) for word in wanted}
 
 
 def from_first_name(name: str) -> str | None:
@@ -110,8 +113,7 @@ def from_first_name(name: str) -> str | None:
     word = _first_name_word(name)
     if word is None:
         return None
-    if word not in _FIRST_NAMES:
-        look_up_first_names([name])
+    look_up_first_names([name])  # NB: under the lock: a name being read is waited for
     return _FIRST_NAMES.get(word)
 
 

@@ -56,7 +56,7 @@ def test_the_demo_is_cast_to_natural_voices_and_the_draft_to_espeak(
     _script, cast, _edits = main._load(args)
     backends = {v.backend for v in cast.voices.values()}
     assert "espeak" not in backends and backends <= {"kokoro", "piper"}
-    assert main._synth(1, cast).synths.keys() == {"espeak"} | backends  # espeak-ng stands in
+    assert main._with_natural(main._synth(1), cast).synths.keys() == {"espeak"} | backends  # it stands in
     draft = main._load(main.build_parser().parse_args(["render", "-o", "x.wav", "--voices", "espeak"]))[1]
     assert {v.backend for v in draft.voices.values()} == {"espeak"}
     main.cmd_voices(main.build_parser().parse_args(["voices"]))

@@ -89,11 +89,11 @@ class Show:
         self.stats = ShowStats()
         timed = any(c.start_s is not None and c.end_s is not None for c in script.cues)
         self.fit: LiveFit | None = LiveFit(script.cues) if fit and timed else None
+        """Timed lines voiced to fit their slots (None: no timed lines, or fitting off)."""
         self._levels = RoleLeveller()
         """Each role's speech to one level (per voice: a stand-in or a recast voice apart)."""
         self.revoicer = StandInRevoicer(scheduler)
-        """A stand-in's line asked for again in its cast voice, in the background."""
-        """Timed lines voiced to fit their slots (None: no timed lines, or fitting off)."""
+        """A stand-in's line voiced again in its cast voice, in the background."""
         self._refit: list[tuple[int, int]] = []
         """(cue, take) heard past its slot, to be voiced again at the next tick."""
         self._remix_margin = round(remix_margin_ms / 1000 * SR)
@@ -355,6 +355,7 @@ class Show:
             self._last_tick = now
             self._submit_window()
             self.scheduler.tick()
+            self.revoicer.tick()
         if self._refit:
             self._voice_again()
         if self.preparing is not None:
