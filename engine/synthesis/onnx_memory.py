@@ -32,7 +32,8 @@ log = logging.getLogger("troupe.synthesis")
 
 
 class _CpuCalls:
-    """One CPU model call at a time in this process; the heap trimmed after each."""
+    """One CPU model call at a time in this process; the heap trimmed after each (a trim took
+    1.3 ms, median of 16, after Kokoro calls of ~1.5 s)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
