@@ -176,9 +176,7 @@ def test_a_stand_in_take_is_voiced_again_in_the_cast_voice_after_stop(slow: Slow
     assert _dominant_hz(heard[k + SR // 20 : k + SR // 5]) == pytest.approx(want, abs=15)
 
 
-def test_a_stand_in_line_is_voiced_in_its_cast_voice_during_the_run(
-    testdata: Path, tmp_path: Path
-) -> None:
+def test_a_stand_in_line_is_voiced_in_its_cast_voice_during_the_run(testdata: Path, tmp_path: Path) -> None:
     """While the show runs, a line the stand-in spoke is voiced again in its cast voice (into
     the take cache, behind the show's own lines); after Stop it comes back from the cache in
     its cast voice without being voiced a third time."""
