@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import ROOT, descendants, rss_kib, save, table
-from bench_render import long_script, many_roles, timed
+from bench_render import SAME_OUTPUT, long_script, many_roles, timed
 
 TARGET_RSS_MB = 400
 TARGET_WARM_RATIO = 1.0
@@ -76,10 +76,6 @@ def cast_summary(script: Path) -> dict[str, Any]:
             "distinct_voices": len({r["voice"] for r in roles})}  # fmt: skip
 
 
-LIKE_FOR_LIKE = ["--sample-rate", "22050", "--channels", "1", "--sample-format", "s16"]
-"""What `espeak-ng -f -w` writes."""
-
-
 def one_length(folder: Path, hours: float, roles: int, repeats: int,
                cache_root: Path | None) -> dict[str, Any]:  # fmt: skip
     script = many_roles(folder, hours, roles)
@@ -96,7 +92,7 @@ def one_length(folder: Path, hours: float, roles: int, repeats: int,
     ref: list[dict[str, float]] = []
     for _ in range(repeats):  # NB: alternated, so a busy spell weighs on all three alike
         warm.append(tree_peak(render, env))
-        same.append(tree_peak([*render, *LIKE_FOR_LIKE], env)[0])
+        same.append(tree_peak([*render, *SAME_OUTPUT], env)[0])
         ref.append(timed(espeak, folder / "ref"))
     espeak_s = statistics.median(r["wall_s"] for r in ref)
     ratios = [w["wall_s"] / r["wall_s"] for (w, _), r in zip(warm, ref, strict=True)]
