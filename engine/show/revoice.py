@@ -46,7 +46,7 @@ class StandInRevoicer:
         """`stood_in` finished in the stand-in voice: voice it in its cast voice later."""
         v = stood_in.voice
         backend = self.scheduler.backends.get(v.backend)
-        if not stood_in.fallback or backend is None or not isinstance(backend.synth, CachedSynthesizer):
+        if backend is None or not isinstance(backend.synth, CachedSynthesizer):
             return
         key = (stood_in.cue_index, stood_in.chunk, stood_in.text, v)
         if key in self._asked:
