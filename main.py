@@ -195,7 +195,8 @@ def cmd_render(args: argparse.Namespace) -> int:
                                    loudness=loudness, listening=listening, sample_rate_hz=rate,
                                    channels=args.channels, book=book,
                                    chapter_min_s=args.chapter_minutes * 60,
-                                   levelling=not args.no_levelling)  # fmt: skip
+                                   levelling=not args.no_levelling,
+                                   one_model_at_a_time=True)  # fmt: skip
     finally:
         synth.close()
         _stop_resource_tracker()

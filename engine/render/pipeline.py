@@ -29,6 +29,7 @@ from engine.render.layout import StreamLayout
 from engine.render.listening import LineFinisher, Listening
 from engine.render.mixdown import StreamMixer
 from engine.render.outputs import BlockWriter, Encoder, OutputFiles, _Target, partial_path, stem_format
+from engine.render.prevoice import BackendPasses
 from engine.render.report import build_report, write_report
 from engine.render.result import (
     STEM_MODES,
@@ -163,6 +164,7 @@ def render_script(
     book: BookInfo | None = None,
     chapter_min_s: float = MIN_CHAPTER_S,
     levelling: bool = True,
+    one_model_at_a_time: bool = False,
 ) -> RenderResult:
     """Render `script` to `out_path` (and stems), streaming: memory does not grow with the
     show. `loudness` normalises the mix (a second pass); an .m4b/.m4a mix gets the scenes as
@@ -170,7 +172,9 @@ def render_script(
     checks each line by ear (word captions and a report beside the mix). The mix is tagged
     (`book`, else the title page) with chapters (Fountain sections, else scenes grouped to
     at least `chapter_min_s`) where its format allows; with `levelling`, every role's speech
-    is brought to one level before the mix (the cast's gain on top). The files (and the
+    is brought to one level before the mix (the cast's gain on top). With
+    `one_model_at_a_time` (a render that owns `synth`'s models), two voice models take turns
+    (engine/render/prevoice.py). The files (and the
     mix) run at `sample_rate_hz` with `channels` (1: pan ignored); lines come from `synth` at
     its own rate and are resampled where it differs. A render that fails
     or is cancelled removes its partial files and says so."""
@@ -194,7 +198,7 @@ def render_script(
         job.out.parent.mkdir(parents=True, exist_ok=True)
         if job.stems_dir is not None:
             job.stems_dir.mkdir(parents=True, exist_ok=True)
-        return _render(job, synth, pacing, files, progress, cancel)
+        return _render(job, synth, pacing, files, progress, cancel, one_model_at_a_time)
     except OSError as exc:
         removed = files.discard()
         raise ExportError(f"{describe(exc, str(exc.filename or job.out))}{_removed(removed)}") from exc
@@ -298,20 +302,30 @@ class _Stream:
 
 
 def _render(job: _Job, synth: Synthesizer, pacing: Pacing, files: OutputFiles, progress: Progress | None,
-            cancel: threading.Event | None) -> RenderResult:  # fmt: skip
+            cancel: threading.Event | None, one_model_at_a_time: bool = False) -> RenderResult:  # fmt: skip
     n_cues = len(job.script.cues)
     fallbacks: dict[int, str] = getattr(synth, "fallbacks", {})
     t0 = time.perf_counter()
     stream = _Stream(job, files, pacing)
     finish = LineFinisher(job.listening, job.script.cues, job.cast, synth) if job.listening else None
     try:
+        shown = [0.0]  # NB: a stretch voiced ahead moves the bar; its mix then tells its lines
+
+        def report(at: int, what: str) -> None:
+            shown[0] = max(shown[0], 0.97 * at / n_cues)
+            if progress is not None:
+                progress(shown[0], what)
+
+        passes = None
+        if one_model_at_a_time:
+            passes = BackendPasses.for_render(synth, job.script.cues, job.cast, cancel, report)
         voiced = voice_in_order(job.script.cues, job.cast, synth, cancel, finish=finish, rate_hz=job.rate_hz,
-                                measure=stream.leveller is not None)  # fmt: skip
+                                measure=stream.leveller is not None, passes=passes)  # fmt: skip
         for k, (cue, audio, error, notes) in enumerate(voiced, 1):
             stream.take(cue, audio, error, fallbacks.get(cue.index), notes)
             if progress:
                 written = _clock(stream.mixer.written_frames / job.rate_hz)
-                progress(0.97 * k / n_cues, f"{k} of {n_cues} lines voiced, {written} of audio written")
+                report(k, f"{k} of {n_cues} lines voiced, {written} of audio written")
         if cancel is not None and cancel.is_set():
             raise RenderCancelled("render cancelled")
         end_frame = stream.finish()

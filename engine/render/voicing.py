@@ -12,6 +12,7 @@ from engine.cast import Cast
 from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ, Cue
 from engine.mixer.levelling import speech_level_db
+from engine.render.prevoice import WINDOW_LINES, BackendPasses
 from engine.render.result import LineNotes, RenderCancelled
 from engine.synthesis.base import Mono, Synthesizer, SynthRequest, Take, at_rate, synthesize_takes
 from engine.synthesis.delivery import delivered_take, delivered_voice
@@ -85,9 +86,23 @@ def voice_in_order(
     finish: Finisher | None = None,
     rate_hz: int = SAMPLE_RATE_HZ,
     measure: bool = True,
+    passes: BackendPasses | None = None,
 ) -> Iterator[Voiced]:
     """Every cue with its audio at `rate_hz`, in script order, at most `ahead` batches voiced
-    early; with `measure`, each line's speech level in its notes (for levelling)."""
+    early; with `measure`, each line's speech level in its notes (for levelling). With
+    `passes`, each stretch of `WINDOW_LINES` cues is voiced backend by backend first (one
+    model in memory at a time) and then taken from the cache in order."""
+    if passes is None:
+        yield from _in_order(cues, cast, synth, cancel, ahead, finish, rate_hz, measure)
+        return
+    for k in range(0, len(cues), WINDOW_LINES):
+        window = cues[k : k + WINDOW_LINES]
+        passes.prepare(window)
+        yield from _in_order(window, cast, synth, cancel, ahead, finish, rate_hz, measure)
+
+
+def _in_order(cues: Sequence[Cue], cast: Cast, synth: Synthesizer, cancel: threading.Event | None, ahead: int,
+              finish: Finisher | None, rate_hz: int, measure: bool) -> Iterator[Voiced]:  # fmt: skip
     step = batch_size(synth)
     starts = iter(range(0, len(cues), step))
     pending: deque[Future[list[Voiced]]] = deque()

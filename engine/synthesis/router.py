@@ -62,12 +62,33 @@ class Router:
         except Exception as exc:  # any backend failure: its lines go to the stand-in, the render goes on
             if backend == self.fallback:
                 raise
-            log.warning("render: %d %s line(s) voiced by espeak-ng instead: %s", len(share), backend, exc)
-            for r in share:
-                self.fallbacks[r.request_id] = f"{backend}: {exc}"
-            stand_ins = [dataclasses.replace(r, voice=stand_in(r.voice)) for r in share]
-            fallback = self.synths[self.fallback]
-            return self._at_rate(fallback, [Take(a) for a in fallback.synthesize(stand_ins)])
+            if synth is not None and len(share) > 1:  # NB: one bad line fails its batch: each alone
+                return self._one_by_one(backend, synth, share)
+            return self._stand_in(backend, share, exc)
+
+    def _one_by_one(self, backend: str, synth: Synthesizer, share: list[SynthRequest]) -> list[Take]:
+        """A failed share's lines each alone, only those that fail stood in; two failing in a
+        row is the backend failing, not its lines: the rest are stood in at once."""
+        out: list[Take] = []
+        failed = 0
+        for k, r in enumerate(share):
+            try:
+                out += self._at_rate(synth, synthesize_takes(synth, [r]))
+                failed = 0
+            except Exception as exc:
+                failed += 1
+                if failed == 2:
+                    return out + self._stand_in(backend, share[k:], exc)
+                out += self._stand_in(backend, [r], exc)
+        return out
+
+    def _stand_in(self, backend: str, share: list[SynthRequest], exc: BaseException) -> list[Take]:
+        log.warning("render: %d %s line(s) voiced by espeak-ng instead: %s", len(share), backend, exc)
+        for r in share:
+            self.fallbacks[r.request_id] = f"{backend}: {exc}"
+        stand_ins = [dataclasses.replace(r, voice=stand_in(r.voice)) for r in share]
+        fallback = self.synths[self.fallback]
+        return self._at_rate(fallback, [Take(a) for a in fallback.synthesize(stand_ins)])
 
     def _at_rate(self, synth: Synthesizer, takes: list[Take]) -> list[Take]:
         if synth.sample_rate_hz == self.sample_rate_hz:

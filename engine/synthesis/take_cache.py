@@ -182,11 +182,12 @@ class CachedSynthesizer:
 
         return TakeCache.key(self._model, request, self.sample_rate_hz, fingerprint())
 
-    def cached(self, request: SynthRequest) -> bool:
+    def cached(self, request: SynthRequest, streamed: bool = True) -> bool:
         """Whether `request`'s take is in the cache (a file test: the scheduler asks it to
-        know a line costs no model time)."""
+        know a line costs no model time); with `streamed`, a take kept from a stream (what
+        `stream` gives, not `synthesize`) counts too."""
         key = self._key(request)
-        return self.cache.has(key) or self.cache.has(key + "s")
+        return self.cache.has(key) or (streamed and self.cache.has(key + "s"))
 
     def synthesize(self, batch: Sequence[SynthRequest]) -> list[Mono]:
         return [t.audio for t in self.synthesize_takes(batch)]

@@ -294,6 +294,17 @@ class KokoroOnnx:
     def close(self) -> None:
         self._session = None
 
+    def release(self) -> None:
+        """Let go of the model's session (~128 MB on the CPU) until the next line loads it
+        again (~2 s with its warm-up), so a render can hold another model meanwhile; on a
+        GPU it is kept (an engine build to redo, and not the process's memory)."""
+        with self._lock:
+            if self.provider == "CPUExecutionProvider":
+                self._session = None
+
+    def loaded(self) -> bool:
+        return self._session is not None
+
 
 def request_parts(request: SynthRequest, phonemizer: Phonemizer, bank: VoiceBank,
                   first_tokens: int | None = None) -> list[Part]:  # fmt: skip

@@ -178,3 +178,10 @@ class PiperSynthesizer:
     def close(self) -> None:
         for m in self._models.values():
             m.close()
+
+    def release(self) -> None:
+        """Let go of the voices' sessions until their next lines load them again."""
+        self.close()
+
+    def loaded(self) -> bool:
+        return any(m.loaded() for m in self._models.values())

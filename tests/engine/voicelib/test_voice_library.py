@@ -22,7 +22,8 @@ def test_library_metadata_matches_its_files() -> None:
     for v in library.voices:
         style = library.styles[v.id]
         assert style.shape == (510, 256) and style.dtype == np.float32 and np.isfinite(style).all()
-        assert np.array_equal(build_style(v.recipe, packs), style), v.id  # rebuilt from its recipe
+        # rebuilt from its recipe (to float32 rounding: the sums' order follows the CPU's vector width)
+        np.testing.assert_allclose(build_style(v.recipe, packs), style, rtol=0, atol=1e-6, err_msg=v.id)
     assert library.meta["lines"] == list(JUDGE_LINES)
     _json, npz = library_files()
     assert len(npz.read_bytes()) / len(ids) < 600_000  # a few hundred KB a voice
