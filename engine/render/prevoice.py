@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from engine.cast import Cast
@@ -32,7 +32,7 @@ from engine.core.memory import release_free_memory
 from engine.core.types import Cue
 from engine.render.result import RenderCancelled
 from engine.synthesis.base import Synthesizer, SynthRequest, synthesize_takes
-from engine.synthesis.delivery import delivered_voice
+from engine.synthesis.delivery import delivered_request
 
 log = logging.getLogger("troupe.render")
 
@@ -71,8 +71,6 @@ class BackendPasses:
         self.report = report
         self.done_lines = 0
         """Cues of the script before the stretch being voiced."""
-        self.voiced = 0
-        self.failed = 0
 
     @classmethod
     def for_render(cls, synth: Synthesizer, cues: Sequence[Cue], cast: Cast,
@@ -80,9 +78,16 @@ class BackendPasses:
                    report: Report | None = None) -> BackendPasses | None:  # fmt: skip
         """The passes for a render of `cues`, or None where script order costs nothing more
         (fewer than two models have lines)."""
-        used = {delivered_voice(cast[c.role], c.hints).backend for c in cues}
+        used = {delivered_request(c, cast[c.role]).voice.backend for c in cues}
         models = {name: s for name, s in model_backends(synth).items() if name in used}
         return cls(models, cast, cancel, report) if len(models) > 1 else None
+
+    def stretches(self, cues: Sequence[Cue]) -> Iterator[Sequence[Cue]]:
+        """`cues` in stretches of `WINDOW_LINES`, each prepared before it is handed on."""
+        for k in range(0, len(cues), WINDOW_LINES):
+            stretch = cues[k : k + WINDOW_LINES]
+            self.prepare(stretch)
+            yield stretch
 
     def prepare(self, cues: Sequence[Cue]) -> None:
         """Voice `cues`' lines that are not in the cache yet, backend by backend, every
@@ -91,10 +96,9 @@ class BackendPasses:
         tries it again and stands in for it."""
         shares: dict[str, dict[tuple[str, Any], SynthRequest]] = {}
         for c in cues:
-            voice = delivered_voice(self.cast[c.role], c.hints)
-            if voice.backend in self.models:
-                request = SynthRequest(c.text, voice, c.index, c.role)
-                shares.setdefault(voice.backend, {}).setdefault((c.text, voice), request)
+            request = delivered_request(c, self.cast[c.role])  # NB: as the mix asks: the same cache key
+            if request.voice.backend in self.models:
+                shares.setdefault(request.voice.backend, {}).setdefault((c.text, request.voice), request)
         todo = {  # NB: a take streamed live is not what a render reads: not counted as voiced
             name: [r for r in share.values() if not self.models[name].cached(r, streamed=False)]
             for name, share in shares.items()
@@ -121,7 +125,6 @@ class BackendPasses:
             self._check_cancel()
             try:
                 synthesize_takes(synth, batch)
-                self.voiced += len(batch)
             except Exception:  # NB: one bad line fails its batch: the others go alone
                 for request in batch:
                     self._voice_alone(synth, request)
@@ -135,9 +138,7 @@ class BackendPasses:
         self._check_cancel()
         try:
             synthesize_takes(synth, [request])
-            self.voiced += 1
         except Exception as exc:  # left to the mix: it tries again and stands in for it
-            self.failed += 1
             log.info("render: cue %d left to the mix (%s: %s)", request.request_id, synth.name, exc)
 
     def _check_cancel(self) -> None:

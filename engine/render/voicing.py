@@ -7,15 +7,18 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from engine.cast import Cast
 from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ, Cue
 from engine.mixer.levelling import speech_level_db
-from engine.render.prevoice import WINDOW_LINES, BackendPasses
 from engine.render.result import LineNotes, RenderCancelled
-from engine.synthesis.base import Mono, Synthesizer, SynthRequest, Take, at_rate, synthesize_takes
-from engine.synthesis.delivery import delivered_take, delivered_voice
+from engine.synthesis.base import Mono, Synthesizer, Take, at_rate, synthesize_takes
+from engine.synthesis.delivery import delivered_request, delivered_take
+
+if TYPE_CHECKING:
+    from engine.render.prevoice import BackendPasses
 
 BATCHES_AHEAD = 3
 """Batches in flight: enough to keep every worker busy, few enough that memory stays flat."""
@@ -50,7 +53,7 @@ def _voice_lines(
 ) -> list[tuple[Cue, Take | None, str | None, float | None]]:
     """One batch, each take delivered, with its speech level as voiced (before its delivery's
     gain and filter); if the batch fails, each line is retried alone so a bad line fails alone."""
-    requests = [SynthRequest(c.text, delivered_voice(cast[c.role], c.hints), c.index, c.role) for c in cues]
+    requests = [delivered_request(c, cast[c.role]) for c in cues]
     rate = synth.sample_rate_hz
 
     def level(t: Take) -> float | None:
@@ -90,15 +93,10 @@ def voice_in_order(
 ) -> Iterator[Voiced]:
     """Every cue with its audio at `rate_hz`, in script order, at most `ahead` batches voiced
     early; with `measure`, each line's speech level in its notes (for levelling). With
-    `passes`, each stretch of `WINDOW_LINES` cues is voiced backend by backend first (one
-    model in memory at a time) and then taken from the cache in order."""
-    if passes is None:
-        yield from _in_order(cues, cast, synth, cancel, ahead, finish, rate_hz, measure)
-        return
-    for k in range(0, len(cues), WINDOW_LINES):
-        window = cues[k : k + WINDOW_LINES]
-        passes.prepare(window)
-        yield from _in_order(window, cast, synth, cancel, ahead, finish, rate_hz, measure)
+    `passes`, each of its stretches is voiced backend by backend first (one model in memory
+    at a time) and then taken from the cache in order."""
+    for stretch in [cues] if passes is None else passes.stretches(cues):
+        yield from _in_order(stretch, cast, synth, cancel, ahead, finish, rate_hz, measure)
 
 
 def _in_order(cues: Sequence[Cue], cast: Cast, synth: Synthesizer, cancel: threading.Event | None, ahead: int,

@@ -18,8 +18,8 @@ import numpy as np
 
 from engine.core.errors import CastError
 from engine.core.limits import clamp
-from engine.core.types import Voice
-from engine.synthesis.base import Mono, Take, retimed
+from engine.core.types import Cue, Voice
+from engine.synthesis.base import Mono, SynthRequest, Take, retimed
 from engine.synthesis.effects import FILTERS
 
 
@@ -122,6 +122,12 @@ def delivery_for(hints: Iterable[str]) -> Delivery:
         if found is not None:
             out = out.then(found)
     return out
+
+
+def delivered_request(cue: Cue, voice: Voice) -> SynthRequest:
+    """What a cue asks its backend for: its text in its role's `voice`, delivered as its
+    hints say (a render's lines and its passes ahead alike: one take cache key)."""
+    return SynthRequest(cue.text, delivered_voice(voice, cue.hints), cue.index, cue.role)
 
 
 def delivered_voice(voice: Voice, hints: Iterable[str]) -> Voice:

@@ -302,9 +302,6 @@ class KokoroOnnx:
             if self.provider == "CPUExecutionProvider":
                 self._session = None
 
-    def loaded(self) -> bool:
-        return self._session is not None
-
 
 def request_parts(request: SynthRequest, phonemizer: Phonemizer, bank: VoiceBank,
                   first_tokens: int | None = None) -> list[Part]:  # fmt: skip

@@ -224,6 +224,3 @@ class PiperModel:
 
     def close(self) -> None:
         self._session = None
-
-    def loaded(self) -> bool:
-        return self._session is not None

@@ -182,6 +182,3 @@ class PiperSynthesizer:
     def release(self) -> None:
         """Let go of the voices' sessions until their next lines load them again."""
         self.close()
-
-    def loaded(self) -> bool:
-        return any(m.loaded() for m in self._models.values())

@@ -16,7 +16,7 @@ import soundfile as sf
 from engine.cast import Cast
 from engine.core.errors import SynthesisError
 from engine.core.types import Voice
-from engine.render import RenderCancelled, render_script, voicing
+from engine.render import RenderCancelled, prevoice, render_script
 from engine.render.prevoice import BackendPasses
 from engine.script import load_script
 from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
@@ -57,9 +57,6 @@ class Model:
 
     def release(self) -> None:
         self.resident.discard(self.name)
-
-    def loaded(self) -> bool:
-        return self.name in self.resident
 
     def close(self) -> None:
         self.resident.discard(self.name)
@@ -108,7 +105,7 @@ def _setup(
 
 @pytest.fixture
 def small_windows(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(voicing, "WINDOW_LINES", 4)
+    monkeypatch.setattr(prevoice, "WINDOW_LINES", 4)
 
 
 def test_one_model_at_a_time_and_the_same_mix(tmp_path: Path, small_windows: None) -> None:
@@ -257,7 +254,7 @@ def test_kokoro_and_piper_take_turns_in_a_real_render(
 
     monkeypatch.setattr(KokoroOnnx, "_call", kokoro_call)
     monkeypatch.setattr(PiperModel, "_call", piper_call)
-    monkeypatch.setattr(voicing, "WINDOW_LINES", 3)
+    monkeypatch.setattr(prevoice, "WINDOW_LINES", 3)
     path = tmp_path / "play.fountain"
     path.write_text("INT. ROOM - DAY\n\n" + "\n".join(
         f"{'ALICE' if k % 2 else 'BORIS'}\nThis is line {k} of the scene.\n" for k in range(6)
