@@ -117,7 +117,7 @@ def _fit(model, minutes: float) -> dict[str, object]:  # type: ignore[no-untyped
     held_out = speaker_embedding(test, RATE_16K)
     result = fit("actor", train, budget_s=minutes * 60)
     model.bank.styles["_fitted"] = result.style
-    model.bank.shifts["_fitted"] = (result.recipe.pitch_st, result.recipe.formant_st)
+    model.bank.shifts["_fitted"] = result.recipe.shift
 
     def similarity(voice_id: str) -> float:
         takes = model.synthesize(

@@ -55,6 +55,16 @@ def shift_voice(audio: Mono, sample_rate_hz: int, pitch_semitones: float, timbre
     return pitch_shift(audio, sample_rate_hz, pitch_semitones - timbre_semitones)
 
 
+def resample_voice(audio: Mono, sample_rate_hz: int, semitones: float) -> Mono:
+    """The take played `semitones` faster (slower where negative): pitch and formants move
+    together, as between a smaller and a larger speaker; the length shrinks by as much."""
+    import soxr
+
+    ratio = 2.0 ** (semitones / 12.0)
+    out = soxr.resample(np.asarray(audio, np.float32), sample_rate_hz * ratio, sample_rate_hz)
+    return np.ascontiguousarray(np.asarray(out, np.float32))
+
+
 def telephone(audio: Mono, sample_rate_hz: int) -> Mono:
     """A telephone line: 300-3400 Hz band, a little drive."""
     from pedalboard import Distortion, Gain, HighpassFilter, LowpassFilter

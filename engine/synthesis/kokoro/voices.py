@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine.core.errors import SynthesisError
+from engine.synthesis.kokoro.library import Shift
 
 Style = NDArray[np.float32]
 """A voice: one 256-wide style vector per input length, shape (510, 256)."""
@@ -67,13 +68,14 @@ def load_voice_file(path: Path) -> Style:
     raise SynthesisError(f"{path}: a voice file ends in .npy, .bin or .pt")
 
 
-def _fitted_shift(path: Path, name: str) -> dict[str, tuple[float, float]]:
+def _fitted_shift(path: Path, name: str) -> dict[str, Shift]:
     """The shift a fitted voice's sidecar (`troupe voices fit`) names; {} without one."""
     if not path.is_file():
         return {}
     try:
         recipe = json.loads(path.read_text(encoding="utf-8"))["recipe"]
-        return {name: (float(recipe.get("pitch_st", 0.0)), float(recipe.get("formant_st", 0.0)))}
+        return {name: Shift(float(recipe.get("pitch_st", 0.0)), float(recipe.get("formant_st", 0.0)),
+                            float(recipe.get("resample_st", 0.0)))}  # fmt: skip
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise SynthesisError(f"{path}: not a fitted voice's description ({exc})") from exc
 
@@ -90,12 +92,12 @@ class VoiceBank:
                     self.styles[name] = as_style(npz[name], f"{pkg}:{name}")
         from engine.synthesis.kokoro.library import shipped_library
 
-        self.shifts: dict[str, tuple[float, float]] = {}
-        """Voice -> its own (pitch, formant) shift in semitones, applied after synthesis."""
+        self.shifts: dict[str, Shift] = {}
+        """Voice -> its own shift, applied after synthesis (`Shift`)."""
         library = shipped_library() if pkg is not None else None
         if library is not None:  # Troupe's designed English voices (made from the packs above)
             self.styles.update(library.styles)
-            self.shifts.update({v.id: (v.recipe.pitch_st, v.recipe.formant_st) for v in library.voices})
+            self.shifts.update({v.id: v.recipe.shift for v in library.voices})
         if folder is not None:
             if not folder.is_dir():
                 raise SynthesisError(f"{folder}: the Kokoro voices folder does not exist")

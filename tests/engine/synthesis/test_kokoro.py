@@ -159,3 +159,67 @@ def test_first_part_is_short_for_streaming(vocab: dict[str, int]) -> None:
     parts = ph.split(text, first_tokens=20)
     assert len(parts) >= 2 and len(parts[0].tokens) <= 20
     assert "".join(p.phonemes for p in parts).replace(" ", "") == ph(text).phonemes.replace(" ", "")
+
+
+def test_resampling_moves_pitch_and_formants_together() -> None:
+    from engine.synthesis.effects import resample_voice
+    from engine.voicelib.pitch import f0_track
+
+    t = np.arange(48_000) / 48_000
+    buzz = (0.3 * np.sign(np.sin(2 * np.pi * 120 * t))).astype(np.float32)
+    up = resample_voice(buzz, 48_000, 12.0)
+    assert abs(len(up) - 24_000) <= 2  # an octave faster: half as long
+    assert abs(np.median(f0_track(up, 48_000)) / np.median(f0_track(buzz, 48_000)) - 2.0) < 0.05
+    down = resample_voice(buzz, 48_000, -3.0)
+    assert abs(len(down) / len(buzz) - 2 ** (3 / 12)) < 1e-3
+
+
+def test_a_recipe_without_a_resampling_reads_as_none() -> None:
+    from engine.synthesis.kokoro.library import Recipe, Shift
+
+    old = Recipe.from_dict({"timbre": {"jf_alpha": 1}, "prosody": {"jf_alpha": 1}, "formant_st": 1.2})
+    assert old.shift == Shift(0.0, 1.2, 0.0) and old.shift.speed_factor() == 1.0
+    new = Recipe.from_dict({**old.to_dict(), "resample_st": -2.5})
+    assert new.resample_st == -2.5 and Recipe.from_dict(new.to_dict()) == new
+    assert new.shift.speed_factor() == pytest.approx(2 ** (2.5 / 12))  # voiced slower, played faster
+
+
+@pytest.mark.slow
+def test_a_resampled_voice_keeps_its_length_and_word_times(onnx_voice) -> None:  # type: ignore[no-untyped-def]
+    """A voice resampled 3 semitones up (a smaller speaker) is voiced that much slower first:
+    its take is about as long as the plain voice's, its pitch 3 semitones higher, ."""
+    from engine.synthesis.kokoro.library import Shift
+    from engine.voicelib.pitch import f0_track
+
+    bank = onnx_voice.bank
+    bank.styles["_small"] = bank.styles["jm_kumo"]
+    bank.shifts["_small"] = Shift(resample_st=3.0)
+    try:
+        line = "The harbour lights burned low, and nobody came home that night."
+        plain, small = onnx_voice.synthesize_takes(
+            [SynthRequest(line, _kokoro("jm_kumo")), SynthRequest(line, _kokoro("_small"))]
+        )
+    finally:
+        bank.shifts.pop("_small")
+        bank.styles.pop("_small")
+    assert 0.9 < len(small.audio) / len(plain.audio) < 1.1
+    ratio = np.median(f0_track(small.audio, 48_000)) / np.median(f0_track(plain.audio, 48_000))
+    assert 2 ** (2 / 12) < ratio < 2 ** (4 / 12)
+
+
+def test_a_resampled_take_s_word_times_move_with_it() -> None:
+    """Where the model gives word times (the torch model, a batched export), they are moved
+    with the resampled take: an octave up plays in half the time."""
+    from types import SimpleNamespace
+
+    from engine.synthesis.base import Take
+    from engine.synthesis.kokoro.library import Shift
+    from engine.synthesis.kokoro.onnx_model import shift_takes
+
+    take = Take(np.zeros(48_000, np.float32), (("We", 0.1, 0.3), ("leave.", 0.4, 0.9)))
+    bank = SimpleNamespace(shifts={"_up": Shift(resample_st=12.0)})
+    (out,) = shift_takes([take], [SynthRequest("We leave.", _kokoro("_up"))], bank)  # type: ignore[arg-type]
+    assert abs(len(out.audio) - 24_000) <= 2
+    assert out.words == (("We", 0.05, 0.15), ("leave.", 0.2, 0.45))
+    (same,) = shift_takes([take], [SynthRequest("We leave.", _kokoro("jf_alpha"))], bank)  # type: ignore[arg-type]
+    assert same is take

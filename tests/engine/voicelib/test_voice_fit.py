@@ -59,4 +59,4 @@ def test_fit_moves_toward_the_speaker_and_saves_a_usable_voice(tmp_path: Path) -
 
     bank = VoiceBank(tmp_path / "voices")
     assert np.array_equal(bank.get("mara"), result.style)
-    assert bank.shifts["mara"] == (result.recipe.pitch_st, result.recipe.formant_st)
+    assert bank.shifts["mara"] == result.recipe.shift

@@ -99,3 +99,25 @@ def test_design_writes_a_library_whose_figures_are_measured(tmp_path: Path) -> N
         assert 0.0 <= voice.gates["wer"] <= 1.0 and 1.0 <= voice.gates["dnsmos_ovrl"] <= 5.0
         assert 60 <= voice.f0_median_hz <= 500 and -1.0 <= voice.gates["max_cosine"] <= 1.0
     assert data["reference"]["voice"].startswith("piper:") and data["search"]["tried"] >= 2
+
+
+def test_proposals_resample_toward_their_gender_s_size() -> None:
+    """Most candidates are resampled (a smaller or larger speaker), never past the bound; a
+    woman's voice made with much of the male pack's timbre is resampled smaller on the
+    whole, a man's with much of the female packs' larger."""
+    from engine.voicelib.design import MAX_RESAMPLE_ST, propose
+
+    packs = ["jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo"]
+    rng = np.random.default_rng(3)
+    for gender, other in (("female", "jm_kumo"), ("male", "jf_alpha")):
+        recipes = [propose(gender, packs, rng, 0.5) for _ in range(400)]
+        sizes = [r.resample_st for r in recipes]
+        assert all(abs(s) <= MAX_RESAMPLE_ST for s in sizes)
+        assert 0.75 < np.mean([s != 0 for s in sizes]) < 0.95
+        lean = [r.resample_st for r in recipes if r.resample_st and abs(r.timbre.get(other, 0)) > 0.12]
+        rest = [r.resample_st for r in recipes if r.resample_st and abs(r.timbre.get(other, 0)) < 0.02]
+        assert lean and rest
+        if gender == "female":
+            assert np.mean(lean) > np.mean(rest) + 0.8
+        else:
+            assert np.mean(lean) < np.mean(rest) - 0.8
