@@ -58,7 +58,9 @@ in a voice id."""
 DISTINCT_ROLES = 12
 """The most-spoken roles that never share a voice while the natural voices go round."""
 _SHARED_PITCH = (50, 42, 58, 36, 64, 30, 70)
-"""Pitch offsets (0..100, 50 = as voiced) that keep roles sharing one natural voice apart."""
+"""Offsets (0..100, 50 = as voiced; a step is 0.12 semitone) that keep roles sharing one
+natural voice apart: of pitch and timbre together (another size of speaker: the take
+resampled, no pitch shifter heard), or of pitch alone for a role moved to the other gender."""
 
 
 def _english(natural: Sequence[VoiceInfo]) -> list[VoiceInfo]:
@@ -69,8 +71,9 @@ def _english(natural: Sequence[VoiceInfo]) -> list[VoiceInfo]:
 def natural_voice(role: Role, gender: str | None, natural: Sequence[VoiceInfo], taken: set[str]) -> Voice:
     """A natural English voice for `role`: one of its gender (any, for an unknown gender)
     that no role has yet, picked by the role's name among those free; once every such voice
-    is taken, one shared at a pitch no other role on it has (the `DISTINCT_ROLES` most-spoken
-    roles are cast first, so they share only when the voices run out). Where no
+    is taken, one shared at a size (pitch and timbre) no other role on it has (the
+    `DISTINCT_ROLES` most-spoken roles are cast first, so they share only when the voices run
+    out). Where no
     voice of the gender exists, another is moved toward it in pitch and timbre."""
     english = _english(natural)
     want = GENDER_WORDS.get(gender or "", "")
@@ -80,11 +83,15 @@ def natural_voice(role: Role, gender: str | None, natural: Sequence[VoiceInfo], 
     free = [v for v in pool if f"{v.backend}:{v.voice_id}" not in taken]
     info = free[h % len(free)] if free else pool[h % len(pool)]
     pitch, timbre = 50, 50
-    if want and info.gender and info.gender != want:  # e.g. a female role on a male voice
+    moved = bool(want and info.gender and info.gender != want)
+    if moved:  # e.g. a female role on a male voice: its pitch stays on that side of its timbre
         pitch, timbre = (80, 64) if want == "female" else (22, 38)
     for offset in _SHARED_PITCH:
         candidate = max(0, min(100, pitch + offset - 50))
+        if moved and (candidate - timbre) * (pitch - timbre) <= 0:
+            continue
         if f"{info.backend}:{info.voice_id}@{candidate}" not in taken:
+            timbre = timbre if moved else max(0, min(100, timbre + candidate - pitch))
             pitch = candidate
             break
     taken.add(f"{info.backend}:{info.voice_id}")

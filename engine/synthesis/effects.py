@@ -14,6 +14,11 @@ SEMITONES_PER_PITCH_STEP = 6 / 50
 """A role's pitch 0..100 (50 = as voiced) -> -6..+6 semitones on natural voices."""
 
 
+SHIFT_METHOD = "timbre-by-resampling"
+"""How a role's pitch and timbre are done (`resample_voice`, `pitch_shift`): part of a take's
+cache key, so takes shifted another way are not read as these."""
+
+
 def semitones_for(pitch: int) -> float:
     return (pitch - 50) * SEMITONES_PER_PITCH_STEP
 

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from engine.synthesis.base import Mono, Synthesizer, SynthRequest, Take, synthesize_takes
+from engine.synthesis.effects import SHIFT_METHOD
 
 log = logging.getLogger("troupe.takes")
 DEFAULT_CAP_BYTES = 2 * 1024**3
@@ -76,8 +77,8 @@ class TakeCache:
     @staticmethod
     def key(model: str, request: SynthRequest, sample_rate_hz: int, lexicon: str) -> str:
         v = request.voice
-        fields = [FORMAT, model, v.backend, v.voice_id, v.rate_wpm, v.pitch, v.pitch_range, sample_rate_hz,
-                  lexicon, request.text]  # fmt: skip
+        fields = [FORMAT, model, v.backend, v.voice_id, v.rate_wpm, v.pitch, v.pitch_range, SHIFT_METHOD,
+                  sample_rate_hz, lexicon, request.text]  # fmt: skip
         return hashlib.sha256(json.dumps(fields, ensure_ascii=False).encode()).hexdigest()
 
     def _path(self, key: str) -> Path:

@@ -46,6 +46,13 @@ class Shift(NamedTuple):
         """What the voicing speed is multiplied by so the resampled take keeps its length."""
         return float(2.0 ** (-self.resample_st / 12.0))
 
+    def with_role(self, pitch_st: float, timbre_st: float) -> Shift:
+        """This shift and a role's own (its pitch in all, and its timbre: the apparent size,
+        done by resampling, the pitch that moves with it given back by Rubber Band)."""
+        if not pitch_st and not timbre_st:
+            return self
+        return Shift(self.pitch_st + pitch_st - timbre_st, self.formant_st, self.resample_st + timbre_st)
+
 
 @dataclass(frozen=True)
 class Recipe:

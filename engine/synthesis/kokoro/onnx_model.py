@@ -321,8 +321,8 @@ def owned_parts(request: SynthRequest, phonemizer: Phonemizer, bank: VoiceBank,
         raise SynthesisError(f"nothing to say in {request.text!r}")
     style = bank.get(request.voice.voice_id)
     speed = speed_for(request.voice.rate_wpm)
-    shift = bank.shifts.get(request.voice.voice_id)
-    if shift is not None and shift.resample_st:  # voiced slower (faster), played faster (slower)
+    shift = role_shift(bank, request)
+    if shift.resample_st:  # voiced slower (faster), played faster (slower)
         speed = min(4.0, max(0.25, speed * shift.speed_factor()))
     return [((p.tokens, style, speed), p.owners) for p in parts]
 
@@ -347,25 +347,30 @@ def kokoro_voices(names: Sequence[str]) -> list[VoiceInfo]:
 
 
 def shift_takes(takes: list[Take], batch: Sequence[SynthRequest], bank: VoiceBank) -> list[Take]:
-    """A library voice's own shift (`Shift`: resampled first, as `owned_parts` voiced it
-    for), and the role's pitch and timbre (50 = as voiced, as on Piper's voices: roles that
-    share a voice are told apart this way)."""
-    from engine.synthesis.effects import resample_voice, semitones_for, shift_voice
+    """A voice's own shift and the role's pitch and timbre (`role_shift`): resampled first,
+    as `owned_parts` voiced it for, then what Rubber Band does."""
+    from engine.synthesis.effects import resample_voice, shift_voice
 
     out = []
     for take, r in zip(takes, batch, strict=True):
-        own = bank.shifts.get(r.voice.voice_id, Shift())
-        if own.resample_st:
-            audio = resample_voice(take.audio, SAMPLE_RATE_HZ, own.resample_st)
-            take = Take(audio, retimed(take.words, scale=own.speed_factor()))
-        pitch_st = own.pitch_st + semitones_for(r.voice.pitch)
-        formant_st = own.formant_st + semitones_for(r.voice.pitch_range)
-        if pitch_st == 0 and formant_st == 0:
-            out.append(take)
-            continue
-        audio = shift_voice(take.audio, SAMPLE_RATE_HZ, pitch_st, formant_st)
-        out.append(Take(np.asarray(audio, np.float32), take.words))
+        shift = role_shift(bank, r)
+        if shift.resample_st:
+            audio = resample_voice(take.audio, SAMPLE_RATE_HZ, shift.resample_st)
+            take = Take(audio, retimed(take.words, scale=shift.speed_factor()))
+        if shift.pitch_st or shift.formant_st:
+            audio = shift_voice(take.audio, SAMPLE_RATE_HZ, shift.pitch_st, shift.formant_st)
+            take = Take(np.asarray(audio, np.float32), take.words)
+        out.append(take)
     return out
+
+
+def role_shift(bank: VoiceBank, request: SynthRequest) -> Shift:
+    """The voice's own shift with the role's pitch and timbre (50 = as voiced, as on Piper's
+    voices: roles that share a voice are told apart this way)."""
+    from engine.synthesis.effects import semitones_for
+
+    own = bank.shifts.get(request.voice.voice_id, Shift())
+    return own.with_role(semitones_for(request.voice.pitch), semitones_for(request.voice.pitch_range))
 
 
 def _language(name: str) -> str:

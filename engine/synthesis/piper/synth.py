@@ -15,7 +15,7 @@ import soxr
 from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ, Voice
 from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
-from engine.synthesis.effects import semitones_for, shift_voice
+from engine.synthesis.effects import pitch_shift, semitones_for
 from engine.synthesis.kokoro.phonemes import clause_phonemes
 from engine.synthesis.piper.model import PiperConfig, PiperModel
 from engine.synthesis.piper.names import voice_gender
@@ -112,6 +112,7 @@ class PiperSynthesizer:
         cfg = model.config
         sid = cfg.speaker_id(speaker, f"Piper voice {request.voice.voice_id!r}")
         length = cfg.length_scale * BASE_RATE_WPM / max(1, request.voice.rate_wpm)
+        length *= 2.0 ** (semitones_for(request.voice.pitch_range) / 12.0)  # `finish` plays it faster
         noise = cfg.noise_scale if self.noise_scale is None else self.noise_scale
         noise_w = cfg.noise_w if self.noise_w is None else self.noise_w
         scales = (float(noise), float(min(4.0, max(0.25, length))), float(noise_w))
@@ -150,13 +151,16 @@ class PiperSynthesizer:
             yield chunk
 
     def finish(self, audio: np.ndarray, voice: Voice) -> Mono:
-        """Model audio -> the role's clip: engine rate, the role's pitch (its `pitch`) and
-        timbre (its `pitch_range`: 50 leaves the voice's own; higher sounds smaller)."""
+        """Model audio -> the role's clip: engine rate, the role's timbre (its `pitch_range`:
+        50 leaves the voice's own; higher sounds smaller: the clip, voiced that much slower
+        in `parts`, played faster, pitch and formants together, in the same resampling) and
+        its pitch (its `pitch`, in all: Rubber Band gives back what the timbre moved)."""
         rate = self.configs[split_voice_id(voice.voice_id)[0]].sample_rate_hz
-        clip = np.asarray(
-            soxr.resample(audio.astype(np.float32), rate, SAMPLE_RATE_HZ, quality="HQ"), np.float32
-        )
-        return shift_voice(clip, SAMPLE_RATE_HZ, semitones_for(voice.pitch), semitones_for(voice.pitch_range))
+        timbre = semitones_for(voice.pitch_range)
+        played = rate * 2.0 ** (timbre / 12.0)
+        clip = soxr.resample(audio.astype(np.float32), played, SAMPLE_RATE_HZ, quality="HQ")
+        clip = np.asarray(clip, np.float32)
+        return pitch_shift(clip, SAMPLE_RATE_HZ, semitones_for(voice.pitch) - timbre)
 
     def synthesize(self, batch: Sequence[SynthRequest]) -> list[Mono]:
         per_request = [self.parts(r) for r in batch]

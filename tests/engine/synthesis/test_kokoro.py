@@ -223,3 +223,31 @@ def test_a_resampled_take_s_word_times_move_with_it() -> None:
     assert out.words == (("We", 0.05, 0.15), ("leave.", 0.2, 0.45))
     (same,) = shift_takes([take], [SynthRequest("We leave.", _kokoro("jf_alpha"))], bank)  # type: ignore[arg-type]
     assert same is take
+
+
+def test_a_role_s_timbre_is_a_resampling_with_its_pitch_given_back() -> None:
+    """Two roles on one voice are told apart by their timbre (the apparent size): the take,
+    voiced slower by as much (the speed Kokoro is given), is played faster, and Rubber Band
+    gives back the pitch that moved with it, so the role keeps its own pitch setting."""
+    from types import SimpleNamespace
+
+    from engine.synthesis.base import Take
+    from engine.synthesis.kokoro.library import Shift
+    from engine.synthesis.kokoro.onnx_model import owned_parts, role_shift, shift_takes
+    from engine.synthesis.kokoro.phonemes import Phonemizer
+    from engine.synthesis.kokoro.voices import shipped_vocab
+    from engine.voicelib.pitch import f0_track
+
+    bank = SimpleNamespace(shifts={"big": Shift(resample_st=-2.0)}, get=lambda _spec: np.zeros((510, 256)))
+    smaller = SynthRequest("We leave at dawn.", _kokoro("jf_alpha", pitch_range=75))  # +3 semitones
+    assert role_shift(bank, smaller) == Shift(-3.0, 0.0, 3.0)  # type: ignore[arg-type]
+    assert role_shift(bank, SynthRequest("x", _kokoro("big", pitch=75, pitch_range=75))) == Shift(
+        0.0, 0.0, 1.0
+    )  # type: ignore[arg-type]
+    (part, _owners), *_ = owned_parts(smaller, Phonemizer(shipped_vocab()), bank)  # type: ignore[arg-type]
+    assert part[2] == pytest.approx(2 ** (-3 / 12))  # voiced slower, so the length is kept
+    t = np.arange(2 * 48_000) / 48_000
+    buzz = (0.2 * sum(np.sin(2 * np.pi * 150 * k * t) / k for k in range(1, 8))).astype(np.float32)
+    (out,) = shift_takes([Take(buzz)], [smaller], bank)  # type: ignore[arg-type]
+    assert abs(len(out.audio) / len(buzz) - 2 ** (-3 / 12)) < 0.01
+    assert np.median(f0_track(out.audio, 48_000)) == pytest.approx(150, rel=0.04)  # the pitch given back

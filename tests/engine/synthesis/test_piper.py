@@ -201,3 +201,24 @@ def test_calls_keep_every_sentence_within_the_budget(
         assert 1 <= len(c) <= max_batch
         if len(c) > 1:
             assert len(c) * max(lengths[k] for k in c) <= batch_ids
+
+
+@pytest.mark.slow
+def test_a_role_s_timbre_keeps_its_length_and_pitch(piper: PiperSynthesizer) -> None:
+    """A role's timbre on a shared voice (64: ~1.7 semitones smaller) is voiced that much
+    slower and played faster (formants and pitch up together), then its pitch given back:
+    about as long as the voice's own take, at about its pitch, with the formants higher."""
+    from engine.voicelib.pitch import f0_track
+
+    text = "The transmitter is failing, and nobody can hear us any more."
+    own, smaller = piper.synthesize([_req(text), _req(text, pitch_range=64)])
+    assert 0.93 < len(smaller) / len(own) < 1.07
+    ratio = np.median(f0_track(smaller, SAMPLE_RATE_HZ)) / np.median(f0_track(own, SAMPLE_RATE_HZ))
+    assert 2 ** (-0.6 / 12) < ratio < 2 ** (0.6 / 12)
+
+    def centroid(a: np.ndarray) -> float:
+        spectrum = np.abs(np.fft.rfft(a))
+        return float((spectrum * np.fft.rfftfreq(len(a), 1 / SAMPLE_RATE_HZ)).sum() / spectrum.sum())
+
+    assert centroid(smaller) > 1.05 * centroid(own)
+    assert piper.parts(_req(text, pitch_range=64))[0].scales[1] == pytest.approx(2 ** ((14 * 0.12) / 12))
