@@ -49,8 +49,8 @@ RESAMPLE = {"female": (-3.0, 2.5), "male": (-3.0, 3.0)}
 """The range in semitones a candidate's resampling (`Shift.resample_st`: a smaller or larger
 speaker) is drawn from, for most candidates. Measured on two library voices over 6 lines:
 +-3 semitones moves the speaker embedding to cosine 0.76-0.87 from the unshifted voice with
-DNSMOS OVRL within 0.1 of it (Rubber Band's formant shift by as much: 0.82-0.84, DNSMOS down
-0.2-0.45); past 3 semitones down, Whisper starts to mishear (WER 0.125 on one). The first
+DNSMOS OVRL -0.23 to +0.07 of it (Rubber Band's formant shift by as much: 0.82-0.84, DNSMOS
+-0.45 to -0.15); past 3 semitones down, Whisper starts to mishear (WER 0.125 on one). The first
 library's voices were moved with Rubber Band (`pitch_st`, `formant_st`); new ones are not."""
 LEAN_ST, MAX_RESAMPLE_ST = 3.0, 4.5
 """A candidate with much of the other gender's timbre is resampled toward its own gender's
