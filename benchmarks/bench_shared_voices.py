@@ -3,10 +3,11 @@
 Once a cast has more roles of a gender than voices, roles share a voice at another of the
 casting's offsets (`engine.cast._SHARED_PITCH`). Two ways are measured on the same voices and
 lines: the pitch alone (timbre 50: Rubber Band moves the pitch, the formants stay: the same
-speaker at another pitch) and the pitch and timbre together (the casting's way now: the take
-resampled, pitch and formants moving as between a smaller and a larger speaker, no pitch
-shifter). For each: the speaker-embedding cosine (Resemblyzer) to the voice's own take
-(lower: heard as another speaker), DNSMOS P.835 OVRL and Whisper tiny.en WER.
+speaker at another pitch) and the pitch and timbre together (the casting's way now on a
+library voice, and what a role's timbre does on any: the take resampled, pitch and formants
+moving as between a smaller and a larger speaker, no pitch shifter). For each: the
+speaker-embedding cosine (Resemblyzer) to the voice's own take (lower: heard as another
+speaker), DNSMOS P.835 OVRL and Whisper tiny.en WER.
 
 Piper runs without its sampling noise here (both ways then voice the same phonemes the same
 way), Kokoro is deterministic: one pass. Needs the asr and design extras.

@@ -59,8 +59,8 @@ DISTINCT_ROLES = 12
 """The most-spoken roles that never share a voice while the natural voices go round."""
 _SHARED_PITCH = (50, 42, 58, 36, 64, 30, 70)
 """Offsets (0..100, 50 = as voiced; a step is 0.12 semitone) that keep roles sharing one
-natural voice apart: of pitch and timbre together (another size of speaker: the take
-resampled, no pitch shifter heard), or of pitch alone for a role moved to the other gender."""
+natural voice apart: on a library voice of pitch and timbre together (another size of
+speaker: the take resampled, no pitch shifter heard), else of pitch alone."""
 
 
 def _english(natural: Sequence[VoiceInfo]) -> list[VoiceInfo]:
@@ -84,14 +84,15 @@ def natural_voice(role: Role, gender: str | None, natural: Sequence[VoiceInfo], 
     info = free[h % len(free)] if free else pool[h % len(pool)]
     pitch, timbre = 50, 50
     moved = bool(want and info.gender and info.gender != want)
-    if moved:  # e.g. a female role on a male voice: its pitch stays on that side of its timbre
+    if moved:  # e.g. a female role on a male voice
         pitch, timbre = (80, 64) if want == "female" else (22, 38)
+    # NB: a Piper voice's stand-in reads the role's gender from its timbre (`espeak.stand_in`),
+    # so roles sharing one move in pitch alone; a library voice's stand-in has its own gender
+    sized = not moved and info.backend == "kokoro"
     for offset in _SHARED_PITCH:
         candidate = max(0, min(100, pitch + offset - 50))
-        if moved and (candidate - timbre) * (pitch - timbre) <= 0:
-            continue
         if f"{info.backend}:{info.voice_id}@{candidate}" not in taken:
-            timbre = timbre if moved else max(0, min(100, timbre + candidate - pitch))
+            timbre = max(0, min(100, timbre + candidate - pitch)) if sized else timbre
             pitch = candidate
             break
     taken.add(f"{info.backend}:{info.voice_id}")

@@ -35,11 +35,7 @@ def stand_in(voice: Voice) -> Voice:
         from engine.synthesis.piper.names import voice_gender
 
         gender = voice_gender(voice.voice_id)[:1]
-        # NB: moved to the other gender, the pitch goes past the timbre (80 and 64); a role
-        # sharing the voice at another size has both moved alike
-        moved = voice.pitch - voice.pitch_range
-        female, male = voice.pitch_range >= 60 and moved > 0, voice.pitch_range <= 40 and moved < 0
-        gender = "f" if female else "m" if male else gender
+        gender = "f" if voice.pitch_range >= 60 else "m" if voice.pitch_range <= 40 else gender
         variant = {"f": "+f3", "m": "+m3"}.get(gender, "")
         return dataclasses.replace(voice, backend="espeak", voice_id="en-us" + variant)
     from engine.synthesis.kokoro.library import shipped_library
