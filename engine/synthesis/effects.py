@@ -19,6 +19,11 @@ SHIFT_METHOD = "timbre-by-resampling"
 cache key, so takes shifted another way are not read as these."""
 
 
+def semitone_ratio(semitones: float) -> float:
+    """The frequency ratio of `semitones` (12: an octave, 2.0)."""
+    return float(2.0 ** (semitones / 12.0))
+
+
 def semitones_for(pitch: int) -> float:
     return (pitch - 50) * SEMITONES_PER_PITCH_STEP
 
@@ -65,8 +70,8 @@ def resample_voice(audio: Mono, sample_rate_hz: int, semitones: float) -> Mono:
     together, as between a smaller and a larger speaker; the length shrinks by as much."""
     import soxr
 
-    ratio = 2.0 ** (semitones / 12.0)
-    out = soxr.resample(np.asarray(audio, np.float32), sample_rate_hz * ratio, sample_rate_hz)
+    played = sample_rate_hz * semitone_ratio(semitones)
+    out = soxr.resample(np.asarray(audio, np.float32), played, sample_rate_hz)
     return np.ascontiguousarray(np.asarray(out, np.float32))
 
 

@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine.core.errors import SynthesisError
+from engine.synthesis.effects import semitone_ratio
 
 Style = NDArray[np.float32]
 TIMBRE = slice(0, 128)
@@ -42,9 +43,15 @@ class Shift(NamedTuple):
     formant_st: float = 0.0
     resample_st: float = 0.0
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Shift:
+        """The shift a recipe's fields name (each 0 where absent)."""
+        return cls(float(data.get("pitch_st", 0.0)), float(data.get("formant_st", 0.0)),
+                   float(data.get("resample_st", 0.0)))  # fmt: skip
+
     def speed_factor(self) -> float:
         """What the voicing speed is multiplied by so the resampled take keeps its length."""
-        return float(2.0 ** (-self.resample_st / 12.0))
+        return 1.0 / semitone_ratio(self.resample_st)
 
     def with_role(self, pitch_st: float, timbre_st: float) -> Shift:
         """This shift and a role's own (its pitch in all, and its timbre: the apparent size,
@@ -83,8 +90,7 @@ class Recipe:
         return cls({str(k): float(v) for k, v in data["timbre"].items()},
                    {str(k): float(v) for k, v in data["prosody"].items()},
                    int(data.get("seed", 0)), float(data.get("step", 0.0)),
-                   float(data.get("pitch_st", 0.0)), float(data.get("formant_st", 0.0)),
-                   float(data.get("resample_st", 0.0)))  # fmt: skip
+                   *Shift.from_dict(data))  # fmt: skip
 
 
 def _mix(packs: Mapping[str, Style], weights: Mapping[str, float], where: str) -> Style:

@@ -75,9 +75,9 @@ def shipped_model_file() -> Path | bytes:
     return model_file(shipped_model_bytes(), "kokoro")
 
 
-def speed_for(rate_wpm: int) -> float:
-    """Kokoro's speed factor for a role's speaking rate."""
-    return min(4.0, max(0.25, rate_wpm / BASE_RATE_WPM))
+def speed_for(rate_wpm: int, factor: float = 1.0) -> float:
+    """Kokoro's speed factor for a role's speaking rate (times `factor`), within its range."""
+    return min(4.0, max(0.25, rate_wpm / BASE_RATE_WPM * factor))
 
 
 def choose_providers(available: Sequence[str], engine_cache: Path | None = None,
@@ -320,10 +320,8 @@ def owned_parts(request: SynthRequest, phonemizer: Phonemizer, bank: VoiceBank,
     if not parts:
         raise SynthesisError(f"nothing to say in {request.text!r}")
     style = bank.get(request.voice.voice_id)
-    speed = speed_for(request.voice.rate_wpm)
-    shift = role_shift(bank, request)
-    if shift.resample_st:  # voiced slower (faster), played faster (slower)
-        speed = min(4.0, max(0.25, speed * shift.speed_factor()))
+    # NB: a resampled voice is voiced slower (faster) and played faster (slower)
+    speed = speed_for(request.voice.rate_wpm, role_shift(bank, request).speed_factor())
     return [((p.tokens, style, speed), p.owners) for p in parts]
 
 

@@ -74,8 +74,7 @@ def _fitted_shift(path: Path, name: str) -> dict[str, Shift]:
         return {}
     try:
         recipe = json.loads(path.read_text(encoding="utf-8"))["recipe"]
-        return {name: Shift(float(recipe.get("pitch_st", 0.0)), float(recipe.get("formant_st", 0.0)),
-                            float(recipe.get("resample_st", 0.0)))}  # fmt: skip
+        return {name: Shift.from_dict(recipe)}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise SynthesisError(f"{path}: not a fitted voice's description ({exc})") from exc
 

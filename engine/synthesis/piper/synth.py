@@ -15,7 +15,7 @@ import soxr
 from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ, Voice
 from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
-from engine.synthesis.effects import pitch_shift, semitones_for
+from engine.synthesis.effects import pitch_shift, semitone_ratio, semitones_for
 from engine.synthesis.kokoro.phonemes import clause_phonemes
 from engine.synthesis.piper.model import PiperConfig, PiperModel
 from engine.synthesis.piper.names import voice_gender
@@ -112,7 +112,7 @@ class PiperSynthesizer:
         cfg = model.config
         sid = cfg.speaker_id(speaker, f"Piper voice {request.voice.voice_id!r}")
         length = cfg.length_scale * BASE_RATE_WPM / max(1, request.voice.rate_wpm)
-        length *= 2.0 ** (semitones_for(request.voice.pitch_range) / 12.0)  # `finish` plays it faster
+        length *= semitone_ratio(semitones_for(request.voice.pitch_range))  # `finish` plays it faster
         noise = cfg.noise_scale if self.noise_scale is None else self.noise_scale
         noise_w = cfg.noise_w if self.noise_w is None else self.noise_w
         scales = (float(noise), float(min(4.0, max(0.25, length))), float(noise_w))
@@ -157,7 +157,7 @@ class PiperSynthesizer:
         its pitch (its `pitch`, in all: Rubber Band gives back what the timbre moved)."""
         rate = self.configs[split_voice_id(voice.voice_id)[0]].sample_rate_hz
         timbre = semitones_for(voice.pitch_range)
-        played = rate * 2.0 ** (timbre / 12.0)
+        played = rate * semitone_ratio(timbre)
         clip = soxr.resample(audio.astype(np.float32), played, SAMPLE_RATE_HZ, quality="HQ")
         clip = np.asarray(clip, np.float32)
         return pitch_shift(clip, SAMPLE_RATE_HZ, semitones_for(voice.pitch) - timbre)
