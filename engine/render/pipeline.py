@@ -268,7 +268,7 @@ class _Stream:
         if audio is not None and not self.lines and self.job.head_exact:  # the room tone is the lead-in
             audio = audio[round(leading_silence_s(audio, self.rate) * self.rate) :]
         if audio is not None and self.leveller is not None:
-            audio = (audio * np.float32(self.leveller.gain(cue.role, notes.speech_db))).astype(np.float32)
+            audio = audio * np.float32(self.leveller.gain(cue.role, notes.speech_db))
         duration_s = 0.0 if audio is None else len(audio) / self.rate
         start_s = self.layout.place(cue, duration_s)
         if audio is not None and len(audio):

@@ -37,11 +37,18 @@ BASE_RATE_WPM = 175
 """A role's rate_wpm over this is Kokoro's speed factor."""
 Part = tuple[list[int], np.ndarray, float]
 """One clause group to voice: its tokens, the voice's style table and the speed."""
-CPU_PART_TOKENS = 160
-"""On the CPU, parts of at most this many phonemes (~10 s; cut at clause marks): a call's
-working memory grows with its audio (~1.6 MB a phoneme): a 1,500-character speech in
-510-phoneme parts peaked at 985 MB, in 160-phoneme parts at 492 MB. A screenplay's lines
-are shorter (the longest of the demo's and Brick & Steel's: 87 and 88)."""
+CPU_PART_TOKENS = 90
+"""On the CPU, parts of at most this many phonemes' worth of audio (a phoneme as long as at
+speed 1; cut at clause marks): a call's working memory grows with its audio, so a voice
+voiced slower (a slow rate, a resampled voice) has shorter parts. Measured on 2 cores (one
+call, the process's peak over its resident memory before): 117-120 MB for 80-100 phonemes'
+worth (6.2-6.4 s of audio), 195-204 MB for 107-120 (8.6-9.1 s: the arena doubles), 379 MB
+for 213; a render holds 230-260 MB between calls, so the 1-hour screenplay of
+`benchmarks/bench_render_natural.py` (parts of up to 99 phonemes' worth) peaked at
+401-410 MB at 160 and 390 MB at 90 (its 400 MB target), 4% of its parts then cut in two at
+a comma. A 1,500-character speech in 510-phoneme parts peaked at 985 MB."""
+MIN_PART_TOKENS = 32
+"""No part bound shorter than this (a few words), however slow the voice."""
 BATCHED_INPUTS = ["input_ids", "input_lengths", "ref_s", "speed"]
 """The inputs of a batched export (`main.py build-engine`)."""
 Timed = tuple[np.ndarray, np.ndarray | None]
@@ -155,8 +162,9 @@ class KokoroOnnx:
         self.phonemizer = Phonemizer(shipped_vocab(), british)
         self.provider = ""
         self._run_opts: Any = None
-        self.part_tokens = MAX_TOKENS
-        """The longest part a call voices (the model's context; less bounds a call's memory)."""
+        self.part_audio: int | None = None
+        """The most audio a part may hold, in phonemes at speed 1 (None: only the model's
+        context bounds a part; on the CPU, `CPU_PART_TOKENS` bounds a call's memory)."""
 
     def _call(self, outputs: list[str] | None, feed: dict[str, np.ndarray]) -> list[Any]:
         """One model call: on the CPU one at a time in this process, its memory given back
@@ -186,7 +194,7 @@ class KokoroOnnx:
             self.provider = self._session.get_providers()[0]
             self._run_opts = run_options(self.provider)
             if self.provider == "CPUExecutionProvider":
-                self.part_tokens = CPU_PART_TOKENS
+                self.part_audio = CPU_PART_TOKENS
             names = [i.name for i in self._session.get_inputs()]
             if self.batched and names != BATCHED_INPUTS:
                 self._session = None
@@ -259,7 +267,8 @@ class KokoroOnnx:
                 for b, n in enumerate(samples)]  # fmt: skip
 
     def _parts(self, request: SynthRequest, first_tokens: int | None = None) -> list[Part]:
-        return request_parts(request, self.phonemizer, self.bank, first_tokens)
+        return [p for p, _owners in owned_parts(request, self.phonemizer, self.bank, first_tokens,
+                                                audio_tokens=self.part_audio)]  # fmt: skip
 
     def stream(self, request: SynthRequest) -> Iterator[Mono]:
         """A short first clause group at once, then the rest (48 kHz): in one batch where
@@ -285,7 +294,8 @@ class KokoroOnnx:
     def synthesize_takes(self, batch: Sequence[SynthRequest]) -> list[Take]:
         """`synthesize`, with word times where the model outputs its durations."""
         self.load()
-        per_request = [owned_parts(r, self.phonemizer, self.bank, max_tokens=self.part_tokens) for r in batch]
+        per_request = [owned_parts(r, self.phonemizer, self.bank, audio_tokens=self.part_audio)
+                       for r in batch]  # fmt: skip
         flat = [p for parts in per_request for p in parts]
         timed = self._run_timed([p for p, _o in flat])
         takes = join_takes([r.text for r in batch], [o for _p, o in flat], [len(p) for p in per_request],
@@ -304,24 +314,23 @@ class KokoroOnnx:
                 self._session = None
 
 
-def request_parts(request: SynthRequest, phonemizer: Phonemizer, bank: VoiceBank,
-                  first_tokens: int | None = None) -> list[Part]:  # fmt: skip
-    """A request's clause groups (the first at most `first_tokens` long, if given), each with
-    the role's voice and speed; what both Kokoro backends voice."""
-    return [part for part, _owners in owned_parts(request, phonemizer, bank, first_tokens)]
-
-
 def owned_parts(request: SynthRequest, phonemizer: Phonemizer, bank: VoiceBank,
                 first_tokens: int | None = None,
-                max_tokens: int = MAX_TOKENS) -> list[tuple[Part, tuple[int, ...]]]:  # fmt: skip
-    """`request_parts`, each with its tokens' words (`Phonemized.owners`), none longer
-    than `max_tokens`."""
+                audio_tokens: int | None = None) -> list[tuple[Part, tuple[int, ...]]]:  # fmt: skip
+    """A request's clause groups (the first at most `first_tokens` long, if given), each with
+    the role's voice and speed (what both Kokoro backends voice) and its tokens' words
+    (`Phonemized.owners`); none longer than
+    the model's context nor, with `audio_tokens`, holding more audio than that many phonemes
+    at speed 1 (a part voiced at half speed has half as many)."""
+    # NB: a resampled voice is voiced slower (faster) and played faster (slower)
+    speed = speed_for(request.voice.rate_wpm, role_shift(bank, request).speed_factor())
+    max_tokens = MAX_TOKENS
+    if audio_tokens is not None:
+        max_tokens = min(max_tokens, max(MIN_PART_TOKENS, int(audio_tokens * speed)))
     parts: list[Phonemized] = phonemizer.split(request.text, max_tokens=max_tokens, first_tokens=first_tokens)
     if not parts:
         raise SynthesisError(f"nothing to say in {request.text!r}")
     style = bank.get(request.voice.voice_id)
-    # NB: a resampled voice is voiced slower (faster) and played faster (slower)
-    speed = speed_for(request.voice.rate_wpm, role_shift(bank, request).speed_factor())
     return [((p.tokens, style, speed), p.owners) for p in parts]
 
 

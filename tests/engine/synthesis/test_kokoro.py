@@ -225,6 +225,36 @@ def test_a_resampled_take_s_word_times_move_with_it() -> None:
     assert same is take
 
 
+def test_a_slower_voice_is_voiced_in_shorter_parts() -> None:
+    """On the CPU a part's audio is bounded, not its phonemes (a call's memory grows with its
+    audio): at half speed a long line is cut into parts of half as many phonemes, at clause
+    marks, and no part is ever cut shorter than a few words."""
+    from types import SimpleNamespace
+
+    from engine.synthesis.kokoro.onnx_model import MIN_PART_TOKENS, owned_parts
+    from engine.synthesis.kokoro.phonemes import Phonemizer
+    from engine.synthesis.kokoro.voices import shipped_vocab
+
+    bank = SimpleNamespace(shifts={}, get=lambda _spec: np.zeros((510, 256)))
+    text = ("The harbour lights went out one by one, and the keeper climbed the stairs again, "
+            "counting every step, as his father had, before the storm came in from the west.")  # fmt: skip
+    phonemizer = Phonemizer(shipped_vocab())
+
+    def longest(rate_wpm: int, budget: int | None) -> tuple[int, float]:
+        parts = owned_parts(SynthRequest(text, _kokoro("jf_alpha", rate_wpm=rate_wpm)), phonemizer, bank,
+                            audio_tokens=budget)  # type: ignore[arg-type]  # fmt: skip
+        return max(len(p[0]) for p, _o in parts), parts[0][0][2]
+
+    whole, _ = longest(175, None)
+    assert whole > 120  # one part where only the context bounds it
+    at_pace, speed = longest(175, 90)
+    assert speed == pytest.approx(1.0) and 60 < at_pace <= 90
+    slow, speed = longest(88, 90)  # half the pace: half the phonemes' worth of audio a part
+    assert speed == pytest.approx(0.5, abs=0.01) and MIN_PART_TOKENS <= slow <= 45
+    crawl, speed = longest(20, 90)  # 90 x 0.25 would be 22 phonemes: bounded at a few words instead
+    assert speed == 0.25 and 24 < crawl <= MIN_PART_TOKENS
+
+
 def test_a_role_s_timbre_is_a_resampling_with_its_pitch_given_back() -> None:
     """Two roles on one voice are told apart by their timbre (the apparent size): the take,
     voiced slower by as much (the speed Kokoro is given), is played faster, and Rubber Band

@@ -108,7 +108,7 @@ def test_a_long_speech_is_voiced_in_bounded_parts_and_memory(tmp_path):
         k.load()
         loaded = kb("VmRSS")
         request = SynthRequest({SPEECH!r}, Voice(backend="kokoro", voice_id="ada"), 0, "A")
-        parts = owned_parts(request, k.phonemizer, k.bank, max_tokens=k.part_tokens)
+        parts = owned_parts(request, k.phonemizer, k.bank, audio_tokens=k.part_audio)
         whole = owned_parts(request, k.phonemizer, k.bank)
         audio = k.synthesize([request])[0]
         print(len(whole), len(whole[0][0][0]), len(parts), max(len(p[0][0]) for p in parts),
