@@ -16,6 +16,7 @@ from engine.core.types import Role, RoleKey, Script, Voice
 from engine.gender import GENDER_WORDS, guess_all_with_evidence
 from engine.script.common import normalise_role
 from engine.synthesis.base import VoiceInfo
+from engine.synthesis.effects import semitones_for
 
 _ACCENTS = ("en-us", "en", "en-gb-x-rp", "en-gb-scotland", "en-029", "en-us-nyc", "en-gb-x-gbclan")
 _VARIANTS = {
@@ -63,6 +64,18 @@ natural voice apart: on a library voice of pitch and timbre together (another si
 speaker: the take resampled, no pitch shifter heard), else of pitch alone."""
 
 
+def shared_offsets(resampled_st: float) -> list[int]:
+    """`_SHARED_PITCH` for a voice already resampled by `resampled_st`: the voice as designed
+    first, then, for a voice resampled by a step or more, the sizes back toward its voicing
+    before those further from it (a deep library voice's roles sized up before down: Whisper
+    misheard takes resampled past 3 semitones down); as given for the others."""
+    first, *rest = _SHARED_PITCH
+    step = min(abs(semitones_for(o)) for o in rest)
+    if abs(resampled_st) < step:
+        return list(_SHARED_PITCH)
+    return [first, *sorted(rest, key=lambda o: ((o - 50) * resampled_st > 0, abs(o - 50)))]
+
+
 def _english(natural: Sequence[VoiceInfo]) -> list[VoiceInfo]:
     english = [v for v in natural if v.language.lower().replace("_", "-").startswith("en")]
     return sorted(english, key=lambda v: (v.backend, v.voice_id))
@@ -89,7 +102,7 @@ def natural_voice(role: Role, gender: str | None, natural: Sequence[VoiceInfo], 
     # NB: a Piper voice's stand-in reads the role's gender from its timbre (`espeak.stand_in`),
     # so roles sharing one move in pitch alone; a library voice's stand-in has its own gender
     sized = not moved and info.backend == "kokoro"
-    for offset in _SHARED_PITCH:
+    for offset in shared_offsets(info.resampled_st) if sized else _SHARED_PITCH:
         candidate = max(0, min(100, pitch + offset - 50))
         if f"{info.backend}:{info.voice_id}@{candidate}" not in taken:
             timbre = max(0, min(100, timbre + candidate - pitch)) if sized else timbre

@@ -45,6 +45,9 @@ class VoiceInfo:
     name: str
     language: str
     gender: str = ""
+    resampled_st: float = 0.0
+    """How far the voice is already resampled (a library voice's own size, semitones):
+    casting sizes the roles that share it back toward its voicing first."""
 
 
 WordTime = tuple[str, float, float]

@@ -81,6 +81,29 @@ def test_a_shared_library_voice_is_another_size_and_stand_ins_keep_the_gender() 
                 assert stand_in(delivered_voice(v, hints)).voice_id == espeak, (v, hints)
 
 
+def test_roles_sharing_a_resampled_library_voice_are_sized_back_toward_its_voicing() -> None:
+    """A library voice already resampled deep (or small) is shared at sizes back toward its
+    voicing first, so the first sharers stay within 3 semitones of resampling in all; the
+    voice's own list reports how far it is resampled."""
+    from engine.cast import natural_voice
+    from engine.synthesis.effects import semitones_for
+    from engine.synthesis.kokoro.onnx_model import kokoro_voices
+
+    deep = next(v for v in kokoro_voices(["desmond"]) if v.voice_id == "desmond")
+    assert deep.resampled_st < -1.5
+    roles = [Role(f"ROLE {k}", f"ROLE {k}") for k in range(7)]
+    for voice, side in ((deep, 1), (VoiceInfo("kokoro", "big", "Big", "en-us", "male", 2.0), -1)):
+        taken: set[str] = set()
+        sizes = [natural_voice(r, "m", [voice], taken).pitch_range for r in roles]
+        assert sizes[0] == 50 and len(set(sizes)) == 7
+        assert all((t - 50) * side > 0 for t in sizes[1:4]), sizes  # toward its voicing first
+        assert all(abs(voice.resampled_st + semitones_for(t)) < 3 for t in sizes[:4])
+    taken = set()
+    level = [natural_voice(r, "m", [VoiceInfo("kokoro", "m0", "M0", "en-us", "male", 0.4)], taken).pitch_range
+             for r in roles[:3]]  # fmt: skip
+    assert level == [50, 42, 58]  # a voice resampled less than a step: down, then up
+
+
 def test_more_leads_of_one_gender_than_voices_share_only_then() -> None:
     script = _many_roles(14)
     two_women = LIBRARY[:2] + LIBRARY[12:]

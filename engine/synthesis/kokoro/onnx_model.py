@@ -346,7 +346,14 @@ def kokoro_voices(names: Sequence[str]) -> list[VoiceInfo]:
         v = designed.get(n)
         if v is not None:
             out.append(
-                VoiceInfo("kokoro", n, f"{v.name} ({v.age}, {v.f0_median_hz:.0f} Hz)", v.accent, v.gender)
+                VoiceInfo(
+                    "kokoro",
+                    n,
+                    f"{v.name} ({v.age}, {v.f0_median_hz:.0f} Hz)",
+                    v.accent,
+                    v.gender,
+                    v.recipe.shift.resample_st,
+                )
             )
         else:
             out.append(VoiceInfo("kokoro", n, n, _language(n), _gender(n)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -25,7 +26,14 @@ from engine.synthesis.kokoro.words import join_takes, to_engine_rate
 
 log = logging.getLogger("troupe.kokoro")
 FRAMES_PER_TOKEN_GUESS = 6
-"""Duration frames per token assumed when sizing a batch before its durations are known."""
+"""Duration frames per token at speed 1, assumed when sizing a batch before its durations
+are known."""
+
+
+def guessed_frames(item: BatchItem) -> int:
+    """The duration frames `item` is assumed to take: more at a slower speed (a slow rate, a
+    voice voiced slower to be resampled), as the model's durations stretch."""
+    return math.ceil(len(item.tokens) * FRAMES_PER_TOKEN_GUESS / item.speed)
 
 
 def pick_device(requested: str | None = None) -> torch.device:
@@ -97,7 +105,7 @@ class KokoroTorch:
         if self.device.type != "cuda":
             return [idx]
         free, _total = torch.cuda.mem_get_info(self.device)
-        sizes = [(len(items[k].tokens), len(items[k].tokens) * FRAMES_PER_TOKEN_GUESS) for k in idx]
+        sizes = [(len(items[k].tokens), guessed_frames(items[k])) for k in idx]
         bpv = 2 if self.autocast_dtype is not None else 4
         return [[idx[j] for j in g] for g in split_to_fit(sizes, int(free * 0.8), bpv)]
 

@@ -164,6 +164,21 @@ def test_memory_estimate_splits_batches() -> None:
                <= estimate_batch_bytes(3, 400, 2400) for g in groups)  # fmt: skip
 
 
+def test_a_slower_item_is_sized_for_its_longer_audio() -> None:
+    """A batch is sized before its durations are known: an item voiced at half speed (a
+    resampled voice, a slow rate) is guessed twice the frames, so it is not packed with as
+    many others."""
+    from engine.synthesis.kokoro.torch_synth import FRAMES_PER_TOKEN_GUESS, guessed_frames
+
+    style = torch.zeros(256)
+    assert guessed_frames(BatchItem([1] * 100, style, 1.0)) == 100 * FRAMES_PER_TOKEN_GUESS
+    assert guessed_frames(BatchItem([1] * 100, style, 0.5)) == 200 * FRAMES_PER_TOKEN_GUESS
+    fast = [(100, guessed_frames(BatchItem([1] * 100, style, 1.0)))] * 8
+    slow = [(100, guessed_frames(BatchItem([1] * 100, style, 0.5)))] * 8
+    room = estimate_batch_bytes(4, 100, 100 * FRAMES_PER_TOKEN_GUESS)
+    assert len(split_to_fit(fast, room)) < len(split_to_fit(slow, room))
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_cuda_bf16_batch_runs(model) -> None:  # type: ignore[no-untyped-def]
     from engine.synthesis.gpu import gpu_memory
