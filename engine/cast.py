@@ -66,9 +66,10 @@ speaker: the take resampled, no pitch shifter heard), else of pitch alone."""
 
 def shared_offsets(resampled_st: float) -> list[int]:
     """`_SHARED_PITCH` for a voice already resampled by `resampled_st`: the voice as designed
-    first, then, for a voice resampled by a step or more, the sizes back toward its voicing
-    before those further from it (a deep library voice's roles sized up before down: Whisper
-    misheard takes resampled past 3 semitones down); as given for the others."""
+    first, then, for a voice resampled by at least the smallest sharing offset (8 steps,
+    0.96 semitone), the sizes back toward its voicing before those further from it (a deep
+    library voice's roles sized up before down: Whisper misheard takes resampled past 3
+    semitones down); as given for the others."""
     first, *rest = _SHARED_PITCH
     step = min(abs(semitones_for(o)) for o in rest)
     if abs(resampled_st) < step:

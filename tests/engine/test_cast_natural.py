@@ -88,8 +88,9 @@ def test_roles_sharing_a_resampled_library_voice_are_sized_back_toward_its_voici
     from engine.cast import natural_voice
     from engine.synthesis.effects import semitones_for
     from engine.synthesis.kokoro.onnx_model import kokoro_voices
+    from engine.synthesis.kokoro.voices import VoiceBank
 
-    deep = next(v for v in kokoro_voices(["desmond"]) if v.voice_id == "desmond")
+    deep = next(v for v in kokoro_voices(VoiceBank()) if v.voice_id == "desmond")
     assert deep.resampled_st < -1.5
     roles = [Role(f"ROLE {k}", f"ROLE {k}") for k in range(7)]
     for voice, side in ((deep, 1), (VoiceInfo("kokoro", "big", "Big", "en-us", "male", 2.0), -1)):

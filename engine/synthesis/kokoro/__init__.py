@@ -90,7 +90,7 @@ def kokoro_voice_list() -> list[VoiceInfo]:
 
     voices_dir = Path(os.environ[VOICES_ENV]) if os.environ.get(VOICES_ENV) else None
     try:
-        return kokoro_voices(VoiceBank(voices_dir).names())
+        return kokoro_voices(VoiceBank(voices_dir))
     except SynthesisError as exc:
         log.warning("kokoro: voices not readable (%s)", exc)
         return []

@@ -26,7 +26,7 @@ from engine.synthesis.base import Mono, SynthRequest, Take, VoiceInfo, retimed
 from engine.synthesis.kokoro.library import Shift
 from engine.synthesis.kokoro.phonemes import MAX_TOKENS, Phonemized, Phonemizer, length_buckets
 from engine.synthesis.kokoro.voices import VoiceBank, shipped_package, shipped_vocab, style_for
-from engine.synthesis.kokoro.words import join_takes, to_engine_rate
+from engine.synthesis.kokoro.words import after_cut, join_takes, to_engine_rate
 from engine.synthesis.onnx_memory import CPU_CALLS, model_file, models_folder, run_options
 
 log = logging.getLogger("troupe.kokoro")
@@ -45,8 +45,10 @@ call, the process's peak over its resident memory before): 117-120 MB for 80-100
 worth (6.2-6.4 s of audio), 195-204 MB for 107-120 (8.6-9.1 s: the arena doubles), 379 MB
 for 213; a render holds 230-260 MB between calls, so the 1-hour screenplay of
 `benchmarks/bench_render_natural.py` (parts of up to 99 phonemes' worth) peaked at
-401-410 MB at 160 and 390 MB at 90 (its 400 MB target), 4% of its parts then cut in two at
-a comma. A 1,500-character speech in 510-phoneme parts peaked at 985 MB."""
+401-410 MB at 160 and 392-393 MB at 90 (its 400 MB target), 4% of its parts then cut in two
+at a comma (`words.after_cut`). No part is bound under `MIN_PART_TOKENS` phonemes, so below
+speed 0.36 (the slowest rates, resampled up) a part may hold up to 128 phonemes' worth. A
+1,500-character speech in 510-phoneme parts peaked at 985 MB."""
 MIN_PART_TOKENS = 32
 """No part bound shorter than this (a few words), however slow the voice."""
 BATCHED_INPUTS = ["input_ids", "input_lengths", "ref_s", "speed"]
@@ -209,7 +211,7 @@ class KokoroOnnx:
         self._run_parts([([50, 83, 54, 157, 57], style, 1.0)])  # warm-up
 
     def voices(self) -> list[VoiceInfo]:
-        return kokoro_voices(self.bank.names())
+        return kokoro_voices(self.bank)
 
     def model_version(self) -> str:
         """What decides this backend's sound besides the request (the take cache's key)."""
@@ -282,10 +284,10 @@ class KokoroOnnx:
         yield out(self._run_parts(parts[:1])[0])
         if self.batched:
             for audio in self._run_parts(parts[1:]):
-                yield out(audio)
+                yield out(after_cut(audio)[0])
         else:
             for part in parts[1:]:
-                yield out(self._run_parts([part])[0])
+                yield out(after_cut(self._run_parts([part])[0])[0])
 
     def synthesize(self, batch: Sequence[SynthRequest]) -> list[Mono]:
         """Every request's parts in one pass (batched by length where the model allows)."""
@@ -327,6 +329,8 @@ def owned_parts(request: SynthRequest, phonemizer: Phonemizer, bank: VoiceBank,
     max_tokens = MAX_TOKENS
     if audio_tokens is not None:
         max_tokens = min(max_tokens, max(MIN_PART_TOKENS, int(audio_tokens * speed)))
+    if first_tokens is not None:  # NB: a stream's first part is short, and never over the bound
+        first_tokens = min(first_tokens, max_tokens)
     parts: list[Phonemized] = phonemizer.split(request.text, max_tokens=max_tokens, first_tokens=first_tokens)
     if not parts:
         raise SynthesisError(f"nothing to say in {request.text!r}")
@@ -334,29 +338,26 @@ def owned_parts(request: SynthRequest, phonemizer: Phonemizer, bank: VoiceBank,
     return [((p.tokens, style, speed), p.owners) for p in parts]
 
 
-def kokoro_voices(names: Sequence[str]) -> list[VoiceInfo]:
+def kokoro_voices(bank: VoiceBank) -> list[VoiceInfo]:
     """The voice list of a Kokoro backend: the designed library's English voices as the
-    library describes them, the others as their names say (`af_*`: American, female)."""
-    from engine.synthesis.kokoro.library import shipped_library
+    library describes them, the others as their names say (`af_*`: American, female); each
+    with the resampling the bank voices it with."""
+    from engine.synthesis.kokoro.library import Shift, shipped_library
 
     library = shipped_library()
     designed = library.by_id() if library is not None else {}
     out = []
-    for n in names:
+    for n in bank.names():
+        size = bank.shifts.get(n, Shift()).resample_st
         v = designed.get(n)
         if v is not None:
             out.append(
                 VoiceInfo(
-                    "kokoro",
-                    n,
-                    f"{v.name} ({v.age}, {v.f0_median_hz:.0f} Hz)",
-                    v.accent,
-                    v.gender,
-                    v.recipe.shift.resample_st,
+                    "kokoro", n, f"{v.name} ({v.age}, {v.f0_median_hz:.0f} Hz)", v.accent, v.gender, size
                 )
             )
         else:
-            out.append(VoiceInfo("kokoro", n, n, _language(n), _gender(n)))
+            out.append(VoiceInfo("kokoro", n, n, _language(n), _gender(n), size))
     return out
 
 

@@ -22,7 +22,7 @@ from engine.synthesis.kokoro.onnx_model import FIRST_CHUNK_TOKENS, owned_parts, 
 from engine.synthesis.kokoro.phonemes import Phonemizer, length_buckets
 from engine.synthesis.kokoro.torch_model import BatchedKokoro, BatchItem, load_kmodel
 from engine.synthesis.kokoro.voices import VoiceBank, style_for
-from engine.synthesis.kokoro.words import join_takes, to_engine_rate
+from engine.synthesis.kokoro.words import after_cut, join_takes, to_engine_rate
 
 log = logging.getLogger("troupe.kokoro")
 FRAMES_PER_TOKEN_GUESS = 6
@@ -74,7 +74,7 @@ class KokoroTorch:
     def voices(self) -> list[VoiceInfo]:
         from engine.synthesis.kokoro.onnx_model import kokoro_voices
 
-        return kokoro_voices(self.bank.names())
+        return kokoro_voices(self.bank)
 
     def _items(self, request: SynthRequest, first_tokens: int | None = None) -> list[BatchItem]:
         return [item for item, _owners in self._owned_items(request, first_tokens)]
@@ -160,7 +160,7 @@ class KokoroTorch:
 
         yield out(self.run_items(items[:1])[0])  # NB: before the rest is voiced
         for audio in self.run_items(items[1:]):
-            yield out(audio)
+            yield out(after_cut(audio)[0])
 
     def close(self) -> None:
         if self.device.type == "cuda":

@@ -228,10 +228,11 @@ def test_a_resampled_take_s_word_times_move_with_it() -> None:
 def test_a_slower_voice_is_voiced_in_shorter_parts() -> None:
     """On the CPU a part's audio is bounded, not its phonemes (a call's memory grows with its
     audio): at half speed a long line is cut into parts of half as many phonemes, at clause
-    marks, and no part is ever cut shorter than a few words."""
+    marks; however slow the voice, the bound is never under a few words (a clause longer
+    than that is then cut at a space); a stream's short first part keeps under it too."""
     from types import SimpleNamespace
 
-    from engine.synthesis.kokoro.onnx_model import MIN_PART_TOKENS, owned_parts
+    from engine.synthesis.kokoro.onnx_model import FIRST_CHUNK_TOKENS, MIN_PART_TOKENS, owned_parts
     from engine.synthesis.kokoro.phonemes import Phonemizer
     from engine.synthesis.kokoro.voices import shipped_vocab
 
@@ -253,6 +254,11 @@ def test_a_slower_voice_is_voiced_in_shorter_parts() -> None:
     assert speed == pytest.approx(0.5, abs=0.01) and MIN_PART_TOKENS <= slow <= 45
     crawl, speed = longest(20, 90)  # 90 x 0.25 would be 22 phonemes: bounded at a few words instead
     assert speed == 0.25 and 24 < crawl <= MIN_PART_TOKENS
+    for rate in (60, 175):
+        request = SynthRequest(text, _kokoro("jf_alpha", rate_wpm=rate))
+        (first, _o), *_rest = owned_parts(request, phonemizer, bank, FIRST_CHUNK_TOKENS,
+                                          audio_tokens=90)  # type: ignore[arg-type]  # fmt: skip
+        assert len(first[0]) <= min(FIRST_CHUNK_TOKENS, max(MIN_PART_TOKENS, int(90 * first[2])))
 
 
 def test_a_role_s_timbre_is_a_resampling_with_its_pitch_given_back() -> None:

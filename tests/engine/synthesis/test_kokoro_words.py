@@ -62,3 +62,40 @@ def test_a_word_with_no_sound_sits_where_its_neighbours_meet() -> None:
 def test_durations_must_match_the_tokens() -> None:
     with pytest.raises(ValueError, match="durations"):
         word_frames(1, [([0, 0], [1, 2, 3])])
+
+
+def test_a_part_after_a_cut_starts_at_its_speech_and_its_words_follow() -> None:
+    """A line voiced in two parts: the second part's leading silence goes (all but
+    `CUT_MARGIN_S`, in whole frames, out of its leading end token), so the pause at the cut
+    is the first part's own end, and the second part's words still sit on its sound."""
+    import numpy as np
+
+    from engine.synthesis.kokoro.words import (
+        CUT_MARGIN_S,
+        MODEL_RATE_HZ,
+        SAMPLES_PER_FRAME,
+        join_takes,
+        to_engine_rate,
+    )
+
+    def part(frames: list[int], loud: range) -> np.ndarray:
+        """Silence but for the frames in `loud` (a tone)."""
+        a = np.zeros(sum(frames) * SAMPLES_PER_FRAME, np.float32)
+        t = np.arange(len(loud) * SAMPLES_PER_FRAME) / MODEL_RATE_HZ
+        a[loud.start * SAMPLES_PER_FRAME : loud.stop * SAMPLES_PER_FRAME] = 0.3 * np.sin(2 * np.pi * 200 * t)
+        return a
+
+    first_frames, second_frames = [4, 10, 20], [16, 10, 6]  # the second: 0.4 s of silence first
+    first, second = part(first_frames, range(4, 14)), part(second_frames, range(16, 26))
+    (take,) = join_takes(["one two"], [[0], [1]], [2], [first, second], [first_frames, second_frames])
+    cut = 16 - round(CUT_MARGIN_S / (SAMPLES_PER_FRAME / MODEL_RATE_HZ))  # frames of silence that go
+    assert len(take.audio) == len(to_engine_rate(np.concatenate([first, second[cut * SAMPLES_PER_FRAME :]])))
+    assert take.words is not None
+    (_w1, s1, e1), (_w2, s2, e2) = take.words
+    frame_s = SAMPLES_PER_FRAME / MODEL_RATE_HZ
+    assert (s1, e1) == pytest.approx((4 * frame_s, 14 * frame_s))
+    assert (s2, e2) == pytest.approx(((34 + 16 - cut) * frame_s, (34 + 26 - cut) * frame_s))
+    onset = np.flatnonzero(np.abs(take.audio[round(34 * frame_s * 48_000) :]) > 0.01)[0] / 48_000
+    assert onset == pytest.approx(CUT_MARGIN_S, abs=0.01)  # the second part speaks at once
+    alone = join_takes(["one"], [[0]], [1], [second], [second_frames])[0]
+    assert len(alone.audio) == len(to_engine_rate(second))  # a line's first part keeps its silence
