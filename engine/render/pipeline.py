@@ -16,12 +16,13 @@ import numpy as np
 
 from engine.cast import Cast
 from engine.core.errors import TroupeError
+from engine.core.onset import leading_silence_s
 from engine.core.types import SAMPLE_RATE_HZ, Cue, RoleKey, Script
 from engine.export import FORMATS, SAMPLE_FORMATS, ExportError
 from engine.export.formats import describe, format_for_path, require
 from engine.export.tags import BookInfo, Chapter
 from engine.mixer import Clip, MixControls, Pacing
-from engine.mixer.levelling import RoleLeveller, leading_silence_s
+from engine.mixer.levelling import RoleLeveller
 from engine.render import finishing, outputs, sizing
 from engine.render.captions import side_file, write_captions
 from engine.render.chapters import MIN_CHAPTER_S, chapters
