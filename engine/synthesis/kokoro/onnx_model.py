@@ -51,6 +51,10 @@ speed 0.36 (the slowest rates, resampled up) a part may hold up to 128 phonemes'
 1,500-character speech in 510-phoneme parts peaked at 985 MB."""
 MIN_PART_TOKENS = 32
 """No part bound shorter than this (a few words), however slow the voice."""
+PARTS_RULE = f"parts{CPU_PART_TOKENS}-{MIN_PART_TOKENS}-cut2"
+"""How a line is cut into parts and the parts joined (the bounds above and `words.after_cut`):
+part of the take cache's key, so a take voiced under another rule (before: 160 phonemes
+whatever the speed, a cut with both parts' silences) is voiced again, not read."""
 BATCHED_INPUTS = ["input_ids", "input_lengths", "ref_s", "speed"]
 """The inputs of a batched export (`main.py build-engine`)."""
 Timed = tuple[np.ndarray, np.ndarray | None]
@@ -221,7 +225,7 @@ class KokoroOnnx:
         else:
             pkg = shipped_package()
             model = (resources.files(pkg) / "data" / "model.sha256").read_text().strip() if pkg else "none"
-        return f"kokoro-onnx:{model}:{self.bank.fingerprint()}:{'gb' if self.british else 'us'}"
+        return f"kokoro-onnx:{model}:{self.bank.fingerprint()}:{'gb' if self.british else 'us'}:{PARTS_RULE}"
 
     def _run_parts(self, parts: Sequence[Part]) -> list[np.ndarray]:
         """24 kHz audio for each (tokens, voice, speed): batched by length where the model

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import soxr
 
+from engine.core.onset import leading_silence_s
 from engine.core.types import SAMPLE_RATE_HZ
 from engine.synthesis.base import Mono, Take, WordTime
 
@@ -81,8 +82,6 @@ def after_cut(audio: np.ndarray, frames: Frames | None = None) -> tuple[np.ndarr
     cut heard both, 0.35 s longer on average than the model's own pause at a comma inside
     one part (7 screenplay lines cut in two: 6.63 s against 6.28 s). With durations, the
     leading end token loses the same frames, so the word times still follow the audio."""
-    from engine.core.onset import leading_silence_s
-
     cut = int(max(0.0, leading_silence_s(audio, MODEL_RATE_HZ) - CUT_MARGIN_S) / FRAME_S)
     if frames is not None:
         cut = min(cut, int(frames[0]))

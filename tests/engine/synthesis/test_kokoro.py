@@ -287,3 +287,15 @@ def test_a_role_s_timbre_is_a_resampling_with_its_pitch_given_back() -> None:
     (out,) = shift_takes([Take(buzz)], [smaller], bank)  # type: ignore[arg-type]
     assert abs(len(out.audio) / len(buzz) - 2 ** (-3 / 12)) < 0.01
     assert np.median(f0_track(out.audio, 48_000)) == pytest.approx(150, rel=0.04)  # the pitch given back
+
+
+def test_a_take_voiced_under_another_part_rule_is_not_read_from_the_cache(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The take cache's key holds how a line is cut into parts: a take cut under an older
+    bound (with both parts' silences at the cut) is voiced again after an upgrade."""
+    from engine.synthesis.kokoro import onnx_model
+
+    model = onnx_model.KokoroOnnx(threads=1)
+    now = model.model_version()
+    assert onnx_model.PARTS_RULE in now
+    monkeypatch.setattr(onnx_model, "PARTS_RULE", "parts160-32-cut1")
+    assert model.model_version() != now
