@@ -455,12 +455,40 @@ def cmd_voices_design(args: argparse.Namespace) -> int:
     from engine.voicelib.gates import Targets
     from engine.voicelib.lines import JUDGE_LINES
 
+    if args.base == "piper":
+        return _design_piper(args)
     data = design(args.out, females=args.female, males=args.male, seed=args.seed,
                   budget_s=args.minutes * 60, lines=JUDGE_LINES[: args.lines],
                   targets=Targets(max_cosine=args.max_cosine), resume=args.resume)  # fmt: skip
     genders = [v["gender"] for v in data["voices"]]
     print(f"{len(genders)} voices ({genders.count('female')} female, {genders.count('male')} male) "
           f"in {args.out} after {data['search']['tried']} tries")  # fmt: skip
+    return 0
+
+
+def _design_piper(args: argparse.Namespace) -> int:
+    """`voices design --base piper`: the shipped Piper voice's sizes that pass the gates apart
+    from the installed Kokoro library, into `--out`/designs.json."""
+    from engine.synthesis.kokoro.library import shipped_library
+    from engine.voicelib.design import FEMALE_NAMES, MALE_NAMES
+    from engine.voicelib.design_piper import (
+        default_out,
+        design_piper,
+        kokoro_library_embeddings,
+        piper_voicer,
+    )
+    from engine.voicelib.gates import Targets
+    from engine.voicelib.lines import JUDGE_LINES
+
+    lines = JUDGE_LINES[: args.lines]
+    voicer = piper_voicer()
+    library = shipped_library()
+    taken = {v.id for v in library.voices} if library is not None else set()
+    names = [n for n in (MALE_NAMES if voicer[2] == "male" else FEMALE_NAMES) if n not in taken]
+    out = default_out(args.out)
+    targets = Targets(max_cosine=args.max_cosine)
+    data = design_piper(out, names, voicer, kokoro_library_embeddings(lines), targets, lines)
+    print(f"{len(data['voices'])} voices on piper:{voicer[1]} in {out}")
     return 0
 
 
@@ -735,6 +763,9 @@ def build_parser() -> argparse.ArgumentParser:
     vd.add_argument("--max-cosine", type=_ranged(float, 0.5, 0.99, ""), default=0.80,
                     help="a voice's speaker-embedding cosine to every other, at most (0.80)")  # fmt: skip
     vd.add_argument("--resume", action="store_true", help="go on from the library already in --out")
+    vd.add_argument("--base", choices=("kokoro", "piper"), default="kokoro",
+                    help="kokoro: search the style space (library.json, library.npz); piper: the shipped "
+                         "Piper voice's sizes, apart from the installed library (designs.json)")  # fmt: skip
     vd.set_defaults(func=cmd_voices_design)
     vf = vsub.add_parser("fit", help="fit a Kokoro voice to 10-60 s of a speaker's recordings")
     vf.add_argument("name", type=_voice_name, help="the new voice's name (then cast it as kokoro:NAME)")

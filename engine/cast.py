@@ -85,24 +85,28 @@ def _english(natural: Sequence[VoiceInfo]) -> list[VoiceInfo]:
 def natural_voice(role: Role, gender: str | None, natural: Sequence[VoiceInfo], taken: set[str]) -> Voice:
     """A natural English voice for `role`: one of its gender (any, for an unknown gender)
     that no role has yet, picked by the role's name among those free; once every such voice
-    is taken, one shared at a size (pitch and timbre) no other role on it has (the
-    `DISTINCT_ROLES` most-spoken roles are cast first, so they share only when the voices run
-    out). Where no
-    voice of the gender exists, another is moved toward it in pitch and timbre."""
+    is taken, one of those fewest roles share yet, at a size (pitch and timbre) no other role
+    on it has (the `DISTINCT_ROLES` most-spoken roles are cast first, so they share only when
+    the voices run out). Where no voice of the gender exists, another is moved toward it in
+    pitch and timbre."""
     english = _english(natural)
     want = GENDER_WORDS.get(gender or "", "")
     same = [v for v in english if v.gender == want] if want else english
     pool = same or english
     h = _hash(role.name)
     free = [v for v in pool if f"{v.backend}:{v.voice_id}" not in taken]
-    info = free[h % len(free)] if free else pool[h % len(pool)]
+    if not free:  # shared: among the voices fewest roles share yet, so no voice carries many
+        shares = [sum(1 for t in taken if t.startswith(f"{v.backend}:{v.voice_id}@")) for v in pool]
+        free = [v for v, n in zip(pool, shares, strict=True) if n == min(shares)]
+    info = free[h % len(free)]
     pitch, timbre = 50, 50
     moved = bool(want and info.gender and info.gender != want)
     if moved:  # e.g. a female role on a male voice
         pitch, timbre = (80, 64) if want == "female" else (22, 38)
     # NB: a Piper voice's stand-in reads the role's gender from its timbre (`espeak.stand_in`),
-    # so roles sharing one move in pitch alone; a library voice's stand-in has its own gender
-    sized = not moved and info.backend == "kokoro"
+    # so roles sharing one move in pitch alone; a library voice's stand-in has its own gender,
+    # as has a designed Piper voice's (one resampled: `piper.library`)
+    sized = not moved and (info.backend == "kokoro" or info.resampled_st != 0.0)
     for offset in shared_offsets(info.resampled_st) if sized else _SHARED_PITCH:
         candidate = max(0, min(100, pitch + offset - 50))
         if f"{info.backend}:{info.voice_id}@{candidate}" not in taken:

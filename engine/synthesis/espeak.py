@@ -27,15 +27,21 @@ def stand_in(voice: Voice) -> Voice:
     """The espeak-ng voice that voices a line cast to another backend when it falls back
     (after failures, or to make its deadline): English, British for a voice whose name says
     so (Kokoro's `b*_name`), else American; female or male as the name's second letter says
-    (Kokoro's `?f_` / `?m_`; the first voice of a blend; a Piper voice's known speaker, or
-    the gender its timbre shift moves it to). The role's rate, pitch, gain and pan stay as cast."""
+    (Kokoro's `?f_` / `?m_`; the first voice of a blend; a Piper voice's known speaker or
+    designed voice's gender, or the gender its timbre shift moves it to). The role's rate,
+    pitch, gain and pan stay as cast."""
     if voice.backend == "espeak":
         return voice
     if voice.backend == "piper":  # the voice's gender, unless the role's timbre moved it
+        from engine.synthesis.piper.library import shipped_designs
         from engine.synthesis.piper.names import voice_gender
 
-        gender = voice_gender(voice.voice_id)[:1]
-        gender = "f" if voice.pitch_range >= 60 else "m" if voice.pitch_range <= 40 else gender
+        design = shipped_designs().get(voice.voice_id.split("#")[0])
+        if design is not None:  # a designed voice: its own gender (its sharers are other sizes of it)
+            gender = design.gender[:1]
+        else:
+            gender = voice_gender(voice.voice_id)[:1]
+            gender = "f" if voice.pitch_range >= 60 else "m" if voice.pitch_range <= 40 else gender
         variant = {"f": "+f3", "m": "+m3"}.get(gender, "")
         return dataclasses.replace(voice, backend="espeak", voice_id="en-us" + variant)
     from engine.synthesis.kokoro.library import shipped_library

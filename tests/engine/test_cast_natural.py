@@ -80,6 +80,17 @@ def test_a_shared_library_voice_is_another_size_and_stand_ins_keep_the_gender() 
             for hints in ((), ("shouting",), ("sadly",), ("softly", "excited")):
                 assert stand_in(delivered_voice(v, hints)).voice_id == espeak, (v, hints)
 
+    from engine.synthesis.piper.library import shipped_designs
+
+    # a voice designed on joe (resampled) has its own gender, like a library voice: sized
+    design = next(iter(shipped_designs().values()))
+    on_design = [VoiceInfo("piper", design.id, design.name, "en-us", design.gender, design.resample_st)]
+    taken = set()
+    voices = [natural_voice(r, "m", on_design, taken) for r in roles]
+    assert len({(v.pitch, v.pitch_range) for v in voices}) == 7
+    assert all(v.pitch == v.pitch_range for v in voices)
+    assert {stand_in(v).voice_id for v in voices} == {"en-us+m3"}
+
 
 def test_roles_sharing_a_resampled_library_voice_are_sized_back_toward_its_voicing() -> None:
     """A library voice already resampled deep (or small) is shared at sizes back toward its
@@ -174,3 +185,19 @@ def test_report_lists_the_most_spoken_first(tmp_path: Path) -> None:
     rows = cast_report(script, Cast.auto(script, natural=LIBRARY), LIBRARY)
     assert [r["role"] for r in rows] == speaking_order(script)
     assert all(r["voice_gender"] in ("female", "male") for r in rows)
+
+
+def test_roles_past_the_voices_are_spread_evenly_over_them() -> None:
+    """47 roles on 16 voices: no voice carries more than one role over any other of its
+    gender (before: by name's hash alone, one voice carried 7 roles and another 1)."""
+    from collections import Counter
+
+    from engine.cast import natural_voice
+
+    men = LIBRARY[12:20]
+    for n_roles in (9, 30, 47):
+        taken: set[str] = set()
+        voices = [natural_voice(Role(f"ROLE {k}", f"ROLE {k}"), "m", men, taken) for k in range(n_roles)]
+        load = Counter(v.voice_id for v in voices)
+        assert set(load) == {v.voice_id for v in men} and max(load.values()) - min(load.values()) <= 1, load
+        assert len({(v.voice_id, v.pitch) for v in voices}) == n_roles  # each its own size

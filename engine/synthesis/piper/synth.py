@@ -17,6 +17,7 @@ from engine.core.types import SAMPLE_RATE_HZ, Voice
 from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
 from engine.synthesis.effects import pitch_shift, semitone_ratio, semitones_for
 from engine.synthesis.kokoro.phonemes import clause_phonemes
+from engine.synthesis.piper.library import DesignedVoice, fingerprint, shipped_designs
 from engine.synthesis.piper.model import PiperConfig, PiperModel
 from engine.synthesis.piper.names import voice_gender
 
@@ -47,7 +48,8 @@ def split_voice_id(voice_id: str) -> tuple[str, str]:
 
 
 class PiperSynthesizer:
-    """Piper voices by name (`en_US-joe-medium`, `NAME#speaker`), each model loaded on first use."""
+    """Piper voices by name (`en_US-joe-medium`, `NAME#speaker`, or a designed voice's id:
+    its base resampled, `engine.synthesis.piper.library`), each model loaded on first use."""
 
     name = "piper"
     sample_rate_hz = SAMPLE_RATE_HZ
@@ -56,9 +58,11 @@ class PiperSynthesizer:
 
     def __init__(self, voices: Mapping[str, Path], noise_scale: float | None = None,
                  noise_w: float | None = None, max_batch: int = 4,
-                 threads: int | None = None, batch_ids: int = BATCH_IDS) -> None:  # fmt: skip
+                 threads: int | None = None, batch_ids: int = BATCH_IDS,
+                 designs: Mapping[str, DesignedVoice] | None = None) -> None:  # fmt: skip
         """`voices`: name -> `.onnx` path (its config beside it as `.onnx.json`);
-        `noise_scale`/`noise_w`: override every voice's own (0 makes synthesis repeatable)."""
+        `noise_scale`/`noise_w`: override every voice's own (0 makes synthesis repeatable);
+        `designs`: the designed voices offered on these bases (default: the shipped ones)."""
         if not voices:
             raise SynthesisError("no Piper voices given")
         self.paths = dict(voices)
@@ -70,6 +74,19 @@ class PiperSynthesizer:
         self.threads = threads
         self.configs = {n: PiperConfig.load(p.with_name(p.name + ".json")) for n, p in self.paths.items()}
         self._models: dict[str, PiperModel] = {}
+        self.designs: dict[str, DesignedVoice] = {
+            k: v for k, v in (designs if designs is not None else shipped_designs()).items()
+            if v.base in self.paths and k not in self.paths
+        }  # fmt: skip
+        """The designed voices whose base is installed (a voice file of the same name wins)."""
+
+    def resolve(self, voice_id: str) -> tuple[str, str, float]:
+        """(model name, speaker, the voice's own resampling in semitones) for a voice id."""
+        name, speaker = split_voice_id(voice_id)
+        design = self.designs.get(name)
+        if design is not None:
+            return design.base, speaker, design.resample_st
+        return name, speaker, 0.0
 
     def model_version(self) -> str:
         """What decides this backend's sound besides the request (the take cache's key)."""
@@ -80,7 +97,7 @@ class PiperSynthesizer:
                 files.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
             except OSError:
                 files.append(f"{name}:?")
-        return f"piper:{','.join(files)}:{self.noise_scale}:{self.noise_w}"
+        return f"piper:{','.join(files)}:{self.noise_scale}:{self.noise_w}:{fingerprint(self.designs)}"
 
     def model(self, name: str) -> PiperModel:
         if name not in self.paths:
@@ -103,16 +120,19 @@ class PiperSynthesizer:
             out.append(VoiceInfo("piper", name, name, cfg.language, gender if cfg.num_speakers <= 1 else ""))
             for speaker in sorted(cfg.speakers, key=cfg.speakers.__getitem__):
                 out.append(VoiceInfo("piper", f"{name}#{speaker}", f"{name} ({speaker})", cfg.language))
+        for v in sorted(self.designs.values(), key=lambda d: d.id):  # after the models themselves
+            out.append(VoiceInfo("piper", v.id, f"{v.name} ({v.age}, {v.f0_median_hz:.0f} Hz)", v.accent,
+                                 v.gender, v.resample_st))  # fmt: skip
         return out
 
     def parts(self, request: SynthRequest) -> list[Part]:
         """The request's sentences as model input, with the role's speed and the noise scales."""
-        name, speaker = split_voice_id(request.voice.voice_id)
+        name, speaker, own = self.resolve(request.voice.voice_id)
         model = self.model(name)
         cfg = model.config
         sid = cfg.speaker_id(speaker, f"Piper voice {request.voice.voice_id!r}")
         length = cfg.length_scale * BASE_RATE_WPM / max(1, request.voice.rate_wpm)
-        length *= semitone_ratio(semitones_for(request.voice.pitch_range))  # `finish` plays it faster
+        length *= semitone_ratio(own + semitones_for(request.voice.pitch_range))  # `finish` plays it faster
         noise = cfg.noise_scale if self.noise_scale is None else self.noise_scale
         noise_w = cfg.noise_w if self.noise_w is None else self.noise_w
         scales = (float(noise), float(min(4.0, max(0.25, length))), float(noise_w))
@@ -154,10 +174,12 @@ class PiperSynthesizer:
         """Model audio -> the role's clip: engine rate, the role's timbre (its `pitch_range`:
         50 leaves the voice's own; higher sounds smaller: the clip, voiced that much slower
         in `parts`, played faster, pitch and formants together, in the same resampling) and
-        its pitch (its `pitch`, in all: Rubber Band gives back what the timbre moved)."""
-        rate = self.configs[split_voice_id(voice.voice_id)[0]].sample_rate_hz
+        its pitch (its `pitch`, in all: Rubber Band gives back what the timbre moved). A
+        designed voice's own resampling goes into the same pass and is not given back."""
+        name, _speaker, own = self.resolve(voice.voice_id)
+        rate = self.configs[name].sample_rate_hz
         timbre = semitones_for(voice.pitch_range)
-        played = rate * semitone_ratio(timbre)
+        played = rate * semitone_ratio(own + timbre)
         clip = soxr.resample(audio.astype(np.float32), played, SAMPLE_RATE_HZ, quality="HQ")
         clip = np.asarray(clip, np.float32)
         return pitch_shift(clip, SAMPLE_RATE_HZ, semitones_for(voice.pitch) - timbre)

