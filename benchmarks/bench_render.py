@@ -68,7 +68,8 @@ def many_roles(folder: Path, hours: float, roles: int) -> Path:
 
 
 def timed(cmd: list[str], out_dir: Path) -> dict[str, float]:
-    """Run `cmd` under /usr/bin/time -v: wall seconds, peak RSS (MB), bytes left in out_dir."""
+    """Run `cmd` under /usr/bin/time -v: wall seconds, peak RSS (MB), bytes left in out_dir,
+    and the lines espeak-ng stood in for (a render reports each on stderr)."""
     shutil.rmtree(out_dir, ignore_errors=True)
     out_dir.mkdir(parents=True)
     t0 = time.perf_counter()
@@ -81,7 +82,8 @@ def timed(cmd: list[str], out_dir: Path) -> dict[str, float]:
     disk = sum(p.stat().st_size for p in out_dir.rglob("*") if p.is_file())
     audio = re.search(r"([\d.]+) s of audio", proc.stdout)
     return {"wall_s": wall, "cpu_s": cpu_s, "rss_mb": rss_kb / 1024, "disk_mb": disk / 1e6,
-            "audio_s": float(audio.group(1)) if audio else 0.0}  # fmt: skip
+            "audio_s": float(audio.group(1)) if audio else 0.0,
+            "stand_ins": float(proc.stderr.count("espeak-ng stood in"))}  # fmt: skip
 
 
 def troupe(script: Path, out: Path, processes: int, fmt: str = "wav", root: Path = ROOT) -> list[str]:

@@ -100,7 +100,8 @@ def one_length(folder: Path, hours: float, roles: int, repeats: int,
     row: dict[str, Any] = {
         "hours": hours, "audio_s": warm[0][0]["audio_s"], **cast_summary(script),
         "cold_wall_s": None, "cold_x_real_time": None, "cold_ratio_to_espeak": None,
-        "cold_rss_mb": None, "cold_tree_mb": None,
+        "cold_rss_mb": None, "cold_tree_mb": None, "cold_stand_ins": None,
+        "warm_stand_ins": max(w["stand_ins"] for w, _ in warm),
         "warm_wall_s": statistics.median(w["wall_s"] for w, _ in warm),
         "warm_walls_s": [w["wall_s"] for w, _ in warm], "warm_rss_mbs": [w["rss_mb"] for w, _ in warm],
         "espeak_walls_s": [r["wall_s"] for r in ref],
@@ -115,7 +116,7 @@ def one_length(folder: Path, hours: float, roles: int, repeats: int,
     if was_cold:
         row.update(cold_wall_s=cold["wall_s"], cold_x_real_time=cold["audio_s"] / cold["wall_s"],
                    cold_ratio_to_espeak=cold["wall_s"] / espeak_s, cold_rss_mb=cold["rss_mb"],
-                   cold_tree_mb=cold_tree)  # fmt: skip
+                   cold_tree_mb=cold_tree, cold_stand_ins=cold["stand_ins"])  # fmt: skip
     return row
 
 
@@ -135,7 +136,7 @@ def main() -> None:
         "(like for like: 22,050 Hz mono 16-bit, as it writes)"
     )
     print(table(rows, ["hours", "audio_s", "roles", "distinct_voices", "cold_wall_s", "cold_x_real_time",
-                       "cold_ratio_to_espeak", "cold_rss_mb", "cold_tree_mb", "warm_wall_s",
+                       "cold_ratio_to_espeak", "cold_rss_mb", "cold_tree_mb", "cold_stand_ins", "warm_wall_s",
                        "warm_ratio_to_espeak", "warm_ratio_min", "warm_ratio_max", "warm_rss_mb",
                        "warm_tree_mb", "like_for_like_wall_s", "like_for_like_ratio",
                        "like_for_like_ratio_min", "like_for_like_ratio_max", "espeak_wall_s"]))  # fmt: skip

@@ -74,3 +74,28 @@ def test_sizes_are_whole_pitch_steps() -> None:
     for s in dp.SIZES:
         steps = dp._size_st(s) / 0.12
         assert abs(steps - round(steps)) < 1e-6 and abs(dp._size_st(s) - s) <= 0.0601
+
+
+def test_a_size_must_pass_on_every_pass(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Piper's noise moves a size's figures between runs: one pass under the quality gate
+    (joe's DNSMOS 3.3 less 0.3) rejects it, though the other passed."""
+    _judges(monkeypatch)
+    calls: list[float] = []
+    fair = dp.measure
+
+    def noisy(takes: Sequence[np.ndarray], rate: int, texts: Sequence[str], quality: bool = True) -> Figures:
+        f = fair(takes, rate, texts, quality)
+        size = float(takes[0][0])
+        calls.append(size)
+        worse = size == -3.0 and calls.count(size) == 2
+        return Figures(f.wer, f.f0_median_hz, 2.9 if worse else f.dnsmos_ovrl, f.embedding)
+
+    monkeypatch.setattr(dp, "measure", noisy)
+    voicer = (_voicer, "en_US-joe-medium", "male")
+    library = {"ellis": _embedding(6.0)}
+    data = dp.design_piper(tmp_path / "d.json", ["hugo", "ivor"], voicer, library, Targets(), ["a line"] * 6,
+                           say=lambda _m: None)  # fmt: skip
+    assert (
+        -3.0 not in [v["recipe"]["resample_st"] for v in data["voices"]] and data["rejected"]["quality"] == 1
+    )
+    assert calls.count(-3.0) == dp.PASSES
