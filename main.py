@@ -481,7 +481,7 @@ def _design_piper(args: argparse.Namespace) -> int:
     from engine.voicelib.lines import JUDGE_LINES
 
     lines = JUDGE_LINES[: args.lines]
-    voicer = piper_voicer()
+    voicer = piper_voicer(seed=args.seed)
     library = shipped_library()
     taken = {v.id for v in library.voices} if library is not None else set()
     names = [n for n in (MALE_NAMES if voicer[2] == "male" else FEMALE_NAMES) if n not in taken]

@@ -8,7 +8,9 @@ size on `SIZES` is voiced on a few screening lines; the size farthest (speaker e
 from everything kept is judged on the full line set, kept if it passes, and the rest are
 looked at again against what is now kept, until none is far enough. Piper draws its noise
 anew for every take (the voice's own variation), so a size's figures move between runs: it
-is judged on `PASSES` passes and kept only where the worst of them passes."""
+is judged on `PASSES` passes and kept only where the worst of them passes. The noise is
+seeded (`piper_voicer(seed)`), so the same seed, base, library and gates give the same
+voices."""
 
 from __future__ import annotations
 
@@ -41,10 +43,15 @@ BaseVoicer = Callable[[float, Sequence[str]], list[Mono]]
 """(resampling in semitones, texts) -> the base's 48 kHz takes at that size."""
 
 
-def piper_voicer(base: str | None = None) -> tuple[BaseVoicer, str, str]:
+def piper_voicer(base: str | None = None, seed: int = 2026) -> tuple[BaseVoicer, str, str]:
     """A voicer over an installed Piper voice (default: the first, the shipped joe), its name
-    and its speaker's gender."""
+    and its speaker's gender; its noise drawn from `seed` (onnxruntime's random seed, which
+    a session takes when it is made: set here, before the voice loads)."""
+    import onnxruntime
+
     from engine.synthesis.piper import make_piper
+
+    onnxruntime.set_seed(seed)
     from engine.synthesis.piper.synth import PiperSynthesizer
 
     piper = make_piper()
