@@ -188,8 +188,9 @@ def test_report_lists_the_most_spoken_first(tmp_path: Path) -> None:
 
 
 def test_roles_past_the_voices_are_spread_evenly_over_them() -> None:
-    """47 roles on 16 voices: no voice carries more than one role over any other of its
-    gender (before: by name's hash alone, one voice carried 7 roles and another 1)."""
+    """Roles past the voices: no voice carries more than one role over any other of its
+    gender (by the name's hash alone, one of 16 voices carried 7 of a 47-role script's roles
+    and another 1)."""
     from collections import Counter
 
     from engine.cast import natural_voice
