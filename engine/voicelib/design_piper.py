@@ -48,14 +48,12 @@ BaseVoicer = Callable[[float, Sequence[str]], list[Mono]]
 
 def piper_voicer(base: str | None = None, seed: int = 2026) -> tuple[BaseVoicer, str, str]:
     """A voicer over an installed Piper voice (default: the first, the shipped joe), its name
-    and its speaker's gender; its noise drawn from `seed` (onnxruntime's random seed, which
-    a session takes when it is made: set here, before the voice loads)."""
-    import onnxruntime
-
-    from engine.synthesis.piper import make_piper
-
-    onnxruntime.set_seed(seed)
+    and its speaker's gender; its noise drawn from `seed` (`seed_noise`: set here, before
+    the voice loads)."""
+    from engine.synthesis.piper import make_piper, seed_noise
     from engine.synthesis.piper.synth import PiperSynthesizer
+
+    seed_noise(seed)
 
     piper = make_piper()
     if not isinstance(piper, PiperSynthesizer):

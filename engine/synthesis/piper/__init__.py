@@ -13,7 +13,15 @@ from engine.core.errors import SynthesisError
 from engine.synthesis.base import Synthesizer
 from engine.synthesis.piper.names import KNOWN_GENDERS, voice_gender
 
-__all__ = ["KNOWN_GENDERS", "available_voices", "find_voices", "make_piper", "shipped_voice", "voice_gender"]
+__all__ = [
+    "KNOWN_GENDERS",
+    "available_voices",
+    "find_voices",
+    "make_piper",
+    "seed_noise",
+    "shipped_voice",
+    "voice_gender",
+]
 log = logging.getLogger("troupe.piper")
 VOICES_ENV = "TROUPE_PIPER_VOICES"
 """Folder of Piper voices: NAME.onnx beside NAME.onnx.json (subfolders are searched too)."""
@@ -68,6 +76,15 @@ def noise_setting(name: str) -> float | None:
     if not 0.0 <= value <= 2.0:
         raise SynthesisError(f"{name}={raw!r}: expected a number from 0 to 2")
     return value
+
+
+def seed_noise(seed: int) -> None:
+    """Make the noise Piper draws for every take (the voice's own variation) repeatable: the
+    sessions made after this call draw it from `seed` (onnxruntime's process-wide random
+    seed, which a session takes when it is made), so the same calls give the same takes."""
+    import onnxruntime
+
+    onnxruntime.set_seed(seed)
 
 
 def make_piper(folder: Path | None = None) -> Synthesizer | None:

@@ -259,3 +259,22 @@ def test_a_designed_voice_is_its_base_resampled_and_listed_as_its_own(tmp_path: 
     assert resized.model_version() != synth.model_version()
     for design in shipped_designs().values():  # the stand-in speaks in the designed voice's gender
         assert stand_in(Voice(backend="piper", voice_id=design.id)).voice_id == f"en-us+{design.gender[0]}3"
+
+
+@needs_voice
+def test_seeded_noise_repeats_a_take() -> None:
+    """Piper draws its noise anew for every take; seeded before a voice loads, the same calls
+    give the same takes (the voice design and bench_voices.py reproduce), another seed others."""
+    from engine.synthesis.piper import seed_noise
+
+    assert SHIPPED is not None
+
+    def take(seed: int) -> np.ndarray:
+        seed_noise(seed)
+        return PiperSynthesizer({SHIPPED_VOICE: SHIPPED}, designs={}).synthesize(
+            [_req("Nobody can hear us.")]
+        )[0]
+
+    first, again, other = take(7), take(7), take(8)
+    assert np.array_equal(first, again)
+    assert len(first) != len(other) or not np.array_equal(first, other)
