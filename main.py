@@ -456,6 +456,12 @@ def cmd_voices_design(args: argparse.Namespace) -> int:
     from engine.voicelib.lines import JUDGE_LINES
 
     if args.base == "piper":
+        if args.resume:
+            from engine.core.errors import TroupeError
+
+            raise TroupeError(
+                "voices design: --resume goes on with a Kokoro search; the Piper grid is one pass"
+            )
         return _design_piper(args)
     data = design(args.out, females=args.female, males=args.male, seed=args.seed,
                   budget_s=args.minutes * 60, lines=JUDGE_LINES[: args.lines],
@@ -752,7 +758,8 @@ def build_parser() -> argparse.ArgumentParser:
     vsub = vo.add_subparsers(dest="voices_command")
     vd = vsub.add_parser("design", help="search Kokoro's style space for voices that pass the gates "
                          "(needs the asr and design extras; about a minute a voice on 2 cores)")  # fmt: skip
-    vd.add_argument("--out", type=Path, required=True, help="folder for library.json and library.npz")
+    vd.add_argument("--out", type=Path, required=True,
+                    help="folder for library.json and library.npz (--base piper: designs.json)")  # fmt: skip
     vd.add_argument("--female", type=_ranged(int, 0, 18, "voices"), default=12, help="female voices (12)")
     vd.add_argument("--male", type=_ranged(int, 0, 18, "voices"), default=12, help="male voices (12)")
     vd.add_argument("--seed", type=int, default=2026, help="the search's seed (2026: the shipped library)")
@@ -765,7 +772,8 @@ def build_parser() -> argparse.ArgumentParser:
     vd.add_argument("--resume", action="store_true", help="go on from the library already in --out")
     vd.add_argument("--base", choices=("kokoro", "piper"), default="kokoro",
                     help="kokoro: search the style space (library.json, library.npz); piper: the shipped "
-                         "Piper voice's sizes, apart from the installed library (designs.json)")  # fmt: skip
+                         "Piper voice's sizes, apart from the installed library (designs.json; only --out, "
+                         "--seed, --lines and --max-cosine apply)")  # fmt: skip
     vd.set_defaults(func=cmd_voices_design)
     vf = vsub.add_parser("fit", help="fit a Kokoro voice to 10-60 s of a speaker's recordings")
     vf.add_argument("name", type=_voice_name, help="the new voice's name (then cast it as kokoro:NAME)")

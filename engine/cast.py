@@ -64,17 +64,24 @@ natural voice apart: on a library voice of pitch and timbre together (another si
 speaker: the take resampled, no pitch shifter heard), else of pitch alone."""
 
 
+MAX_SHARED_RESAMPLE_ST = 6.0
+"""No sharer of a resampled voice is resampled further than this in all (the voices designed
+on joe were judged up to +6 semitones; hugo, +5.0, would otherwise reach +7.4)."""
+
+
 def shared_offsets(resampled_st: float) -> list[int]:
     """`_SHARED_PITCH` for a voice already resampled by `resampled_st`: the voice as designed
     first, then, for a voice resampled by at least the smallest sharing offset (8 steps,
     0.96 semitone), the sizes back toward its voicing before those further from it (a deep
     library voice's roles sized up before down: Whisper misheard takes resampled past 3
-    semitones down); as given for the others."""
+    semitones down); as given for the others. None that takes a sharer past
+    `MAX_SHARED_RESAMPLE_ST` in all."""
     first, *rest = _SHARED_PITCH
     step = min(abs(semitones_for(o)) for o in rest)
     if abs(resampled_st) < step:
         return list(_SHARED_PITCH)
-    return [first, *sorted(rest, key=lambda o: ((o - 50) * resampled_st > 0, abs(o - 50)))]
+    within = [o for o in rest if abs(resampled_st + semitones_for(o)) <= MAX_SHARED_RESAMPLE_ST]
+    return [first, *sorted(within, key=lambda o: ((o - 50) * resampled_st > 0, abs(o - 50)))]
 
 
 def _english(natural: Sequence[VoiceInfo]) -> list[VoiceInfo]:

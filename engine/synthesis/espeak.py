@@ -37,10 +37,10 @@ def stand_in(voice: Voice) -> Voice:
         from engine.synthesis.piper.names import voice_gender
 
         design = shipped_designs().get(voice.voice_id.split("#")[0])
-        if design is not None:  # a designed voice: its own gender (its sharers are other sizes of it)
-            gender = design.gender[:1]
-        else:
-            gender = voice_gender(voice.voice_id)[:1]
+        gender = (design.gender if design is not None else voice_gender(voice.voice_id))[:1]
+        # NB: a designed voice's sharers are other sizes of it (pitch and timbre alike): its
+        # own gender; a role moved to the other gender (pitch apart from timbre) follows it
+        if design is None or voice.pitch != voice.pitch_range:
             gender = "f" if voice.pitch_range >= 60 else "m" if voice.pitch_range <= 40 else gender
         variant = {"f": "+f3", "m": "+m3"}.get(gender, "")
         return dataclasses.replace(voice, backend="espeak", voice_id="en-us" + variant)

@@ -47,7 +47,7 @@ BaseVoicer = Callable[[float, Sequence[str]], list[Mono]]
 
 
 def piper_voicer(base: str | None = None, seed: int = 2026) -> tuple[BaseVoicer, str, str]:
-    """A voicer over an installed Piper voice (default: the first, the shipped joe), its name
+    """A voicer over an installed Piper voice (default: the shipped joe), its name
     and its speaker's gender; its noise drawn from `seed` (`seed_noise`: set here, before
     the voice loads)."""
     from engine.synthesis.piper import make_piper, seed_noise
@@ -58,7 +58,9 @@ def piper_voicer(base: str | None = None, seed: int = 2026) -> tuple[BaseVoicer,
     piper = make_piper()
     if not isinstance(piper, PiperSynthesizer):
         raise TroupeError("voices design: no Piper voice is installed (the neural extra ships joe)")
-    name = base or sorted(piper.paths)[0]
+    from engine.synthesis.piper import SHIPPED_VOICE
+
+    name = base or (SHIPPED_VOICE if SHIPPED_VOICE in piper.paths else sorted(piper.paths)[0])
     if name not in piper.paths:
         raise TroupeError(f"voices design: no Piper voice {name!r}; have {', '.join(sorted(piper.paths))}")
     gender = next(v.gender for v in piper.voices() if v.voice_id == name)
@@ -116,6 +118,8 @@ def design_piper(out_file: Path, names: Sequence[str], voicer: tuple[BaseVoicer,
     from engine.voicelib.design import age_hint
 
     voice, base, gender = voicer
+    language = base.split("-")[0]  # `en_US-joe-medium`: en-us
+    accent = language.replace("_", "-").lower() if "_" in language else "en-us"
     ref = reference or measure(voice(0.0, lines), SAMPLE_RATE_HZ, lines)
     say(
         f"base piper:{base} ({gender}): WER {ref.wer:.3f}, F0 {ref.f0_median_hz:.0f} Hz, "
@@ -151,7 +155,7 @@ def design_piper(out_file: Path, names: Sequence[str], voicer: tuple[BaseVoicer,
             continue
         name = left.pop(0)
         gates = {"wer": round(figs.wer, 4), "dnsmos_ovrl": round(figs.dnsmos_ovrl, 3)}
-        entry = DesignedVoice(name, name.capitalize(), gender, age_hint(gender, figs.f0_median_hz), "en-us",
+        entry = DesignedVoice(name, name.capitalize(), gender, age_hint(gender, figs.f0_median_hz), accent,
                               base, size, round(figs.f0_median_hz, 1), gates)  # fmt: skip
         kept.append((entry, figs))
         apart[name] = figs.embedding

@@ -80,6 +80,7 @@ def test_a_shared_library_voice_is_another_size_and_stand_ins_keep_the_gender() 
             for hints in ((), ("shouting",), ("sadly",), ("softly", "excited")):
                 assert stand_in(delivered_voice(v, hints)).voice_id == espeak, (v, hints)
 
+    from engine.cast import MAX_SHARED_RESAMPLE_ST, shared_offsets
     from engine.synthesis.piper.library import shipped_designs
 
     # a voice designed on joe (resampled) has its own gender, like a library voice: sized
@@ -87,9 +88,17 @@ def test_a_shared_library_voice_is_another_size_and_stand_ins_keep_the_gender() 
     on_design = [VoiceInfo("piper", design.id, design.name, "en-us", design.gender, design.resample_st)]
     taken = set()
     voices = [natural_voice(r, "m", on_design, taken) for r in roles]
-    assert len({(v.pitch, v.pitch_range) for v in voices}) == 7
+    sizes = {(v.pitch, v.pitch_range) for v in voices}
+    assert len(sizes) == len(shared_offsets(design.resample_st)) >= 5
     assert all(v.pitch == v.pitch_range for v in voices)
     assert {stand_in(v).voice_id for v in voices} == {"en-us+m3"}
+    woman = natural_voice(Role("NORA", "NORA"), "f", on_design, set())  # no female voice offered: moved
+    assert (woman.pitch, woman.pitch_range) == (80, 64) and stand_in(woman).voice_id == "en-us+f3"
+    from engine.synthesis.effects import semitones_for
+
+    small = shared_offsets(5.04)  # hugo's sharers: none resampled past the limit in all
+    assert small[0] == 50 and len(small) == 5
+    assert all(abs(5.04 + semitones_for(o)) <= MAX_SHARED_RESAMPLE_ST for o in small)
 
 
 def test_roles_sharing_a_resampled_library_voice_are_sized_back_toward_its_voicing() -> None:
@@ -189,8 +198,8 @@ def test_report_lists_the_most_spoken_first(tmp_path: Path) -> None:
 
 def test_roles_past_the_voices_are_spread_evenly_over_them() -> None:
     """Roles past the voices: no voice carries more than one role over any other of its
-    gender (by the name's hash alone, one of 16 voices carried 7 of a 47-role script's roles
-    and another 1)."""
+    gender (by the name's hash alone, a 47-role script left one voice with 7 roles and another
+    with 1)."""
     from collections import Counter
 
     from engine.cast import natural_voice

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -275,6 +276,9 @@ def test_seeded_noise_repeats_a_take() -> None:
             [_req("Nobody can hear us.")]
         )[0]
 
-    first, again, other = take(7), take(7), take(8)
+    try:
+        first, again, other = take(7), take(7), take(8)
+    finally:  # the seed is process-wide: later sessions draw fresh noise again
+        seed_noise(time.time_ns() % 2**31)
     assert np.array_equal(first, again)
     assert len(first) != len(other) or not np.array_equal(first, other)
