@@ -107,14 +107,12 @@ def _voice_rows(model) -> tuple[list[dict[str, object]], dict[str, object]]:  # 
     for vid, (v, f) in figures.items():
         others = [joe.embedding] + [g.embedding for k, (_w, g) in figures.items() if k != vid]
         cos = max(f.cosine(o) for o in others)
-        pitch_ok = TARGETS.pitch_ok(v.gender, f.f0_median_hz)
         rows.append({
             "id": vid, "backend": "piper" if vid in getattr(piper, "designs", {}) else "kokoro",
             "gender": v.gender, "age": v.age, "wer": round(f.wer, 4),
             "f0_median_hz": round(f.f0_median_hz, 1), "dnsmos_ovrl": round(f.dnsmos_ovrl, 3),
             "max_cosine_to_others": round(cos, 4),
-            "passes": bool(f.wer <= TARGETS.max_wer and cos <= TARGETS.max_cosine and pitch_ok
-                           and f.dnsmos_ovrl >= joe.dnsmos_ovrl - TARGETS.max_dnsmos_drop),
+            "passes": not TARGETS.failed(f, v.gender, joe.dnsmos_ovrl, cos),
         })  # fmt: skip
     reference = {"voice": f"piper:{joe_id}", "wer": round(joe.wer, 4),
                  "f0_median_hz": round(joe.f0_median_hz, 1),

@@ -283,10 +283,7 @@ def design(out_dir: Path, females: int = 12, males: int = 12, seed: int = 2026,
         full = voice(style, recipe, lines)
         figs = measure(full, rate, lines)
         closest = max(figs.cosine(o) for o in others)
-        reason = ("wer" if figs.wer > targets.max_wer
-                  else "quality" if figs.dnsmos_ovrl < ref.dnsmos_ovrl - targets.max_dnsmos_drop
-                  else "pitch" if not targets.pitch_ok(gender, figs.f0_median_hz)
-                  else "similar" if closest > targets.max_cosine else "")  # fmt: skip
+        reason = targets.failed(figs, gender, ref.dnsmos_ovrl, closest)
         if reason:
             state.rejected[reason] += 1
             if reason in ("wer", "quality"):

@@ -27,14 +27,13 @@ from engine.core.types import SAMPLE_RATE_HZ, Voice
 from engine.synthesis.base import Mono, SynthRequest
 from engine.synthesis.effects import SEMITONES_PER_PITCH_STEP
 from engine.synthesis.piper.library import LIBRARY_JSON, DesignedVoice
+from engine.voicelib.design import SCREEN_MARGIN, age_hint
 from engine.voicelib.gates import Figures, Targets, measure, speaker_embedding
 
 SIZES = tuple(round(-3.0 + 0.5 * k, 1) for k in range(19) if abs(-3.0 + 0.5 * k) >= 1.0)
 """Resamplings tried, in semitones: -3 to +6 (past 3 down Whisper began to mishear a Kokoro
 voice; joe at +5 still measured WER 0.015 and DNSMOS 3.31); under 1 is the base itself."""
 SCREEN_LINES = 5
-SCREEN_MARGIN = 0.01
-"""As the Kokoro search: a screened size may be this much over the target cosine."""
 PASSES = 2
 """Full-set passes a size is judged on (joe at -3 semitones measured DNSMOS 3.15 in one
 pass and 3.05 in another, against a gate of 3.06)."""
@@ -115,8 +114,6 @@ def design_piper(out_file: Path, names: Sequence[str], voicer: tuple[BaseVoicer,
     """Keep the sizes of the voicer's base that pass every gate, each named from `names` in
     turn, apart (cosine) from `others` (id -> embedding: the Kokoro library), the base and
     each other; write them to `out_file` (the Piper voices' `designs.json`) and return it."""
-    from engine.voicelib.design import age_hint
-
     voice, base, gender = voicer
     language = base.split("-")[0]  # `en_US-joe-medium`: en-us
     accent = language.replace("_", "-").lower() if "_" in language else "en-us"
@@ -142,10 +139,7 @@ def design_piper(out_file: Path, names: Sequence[str], voicer: tuple[BaseVoicer,
         passes = [measure(voice(size, lines), SAMPLE_RATE_HZ, lines) for _ in range(PASSES)]
         figs = _worst(passes)
         closest = max(nearest(f.embedding) for f in passes)
-        reason = ("wer" if figs.wer > targets.max_wer
-                  else "quality" if figs.dnsmos_ovrl < ref.dnsmos_ovrl - targets.max_dnsmos_drop
-                  else "pitch" if not targets.pitch_ok(gender, figs.f0_median_hz)
-                  else "similar" if closest > targets.max_cosine - COSINE_MARGIN else "")  # fmt: skip
+        reason = targets.failed(figs, gender, ref.dnsmos_ovrl, closest, COSINE_MARGIN)
         if reason:
             rejected[reason] = rejected.get(reason, 0) + 1
             say(

@@ -44,6 +44,16 @@ class Targets:
             return self.female_min_f0_hz <= f0_hz <= self.female_max_f0_hz
         return self.male_min_f0_hz <= f0_hz <= self.male_max_f0_hz
 
+    def failed(self, figs: Figures, gender: str, reference_dnsmos: float, closest: float,
+               cosine_margin: float = 0.0) -> str:  # fmt: skip
+        """The first gate `figs` fail ("wer", "quality", "pitch", "similar"), or "" where
+        they pass: `closest` is the highest cosine to any other voice, `reference_dnsmos`
+        the quality reference's (Piper's joe), `cosine_margin` kept under the target."""
+        return ("wer" if figs.wer > self.max_wer
+                else "quality" if figs.dnsmos_ovrl < reference_dnsmos - self.max_dnsmos_drop
+                else "pitch" if not self.pitch_ok(gender, figs.f0_median_hz)
+                else "similar" if closest > self.max_cosine - cosine_margin else "")  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Figures:
