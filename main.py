@@ -463,6 +463,8 @@ def cmd_voices_design(args: argparse.Namespace) -> int:
                 "voices design: --resume goes on with a Kokoro search; the Piper grid is one pass"
             )
         return _design_piper(args)
+    if args.base == "moved":
+        return _design_moved(args)
     data = design(args.out, females=args.female, males=args.male, seed=args.seed,
                   budget_s=args.minutes * 60, lines=JUDGE_LINES[: args.lines],
                   targets=Targets(max_cosine=args.max_cosine), resume=args.resume)  # fmt: skip
@@ -495,6 +497,41 @@ def _design_piper(args: argparse.Namespace) -> int:
     targets = Targets(max_cosine=args.max_cosine)
     data = design_piper(out, names, voicer, kokoro_library_embeddings(lines), targets, lines)
     print(f"{len(data['voices'])} voices on piper:{voicer[1]} in {out}")
+    return 0
+
+
+def _design_moved(args: argparse.Namespace) -> int:
+    """`voices design --base moved`: the shipped library with voices of the other gender made
+    from its own (the model's pitch and the speaker's size moved), into `--out`."""
+    from engine.core.errors import TroupeError
+    from engine.core.types import SAMPLE_RATE_HZ
+    from engine.synthesis.kokoro.library import shipped_library
+    from engine.synthesis.piper.library import shipped_designs
+    from engine.voicelib.design import FEMALE_NAMES, MALE_NAMES, kokoro_voicer
+    from engine.voicelib.design_moved import design_moved
+    from engine.voicelib.design_piper import piper_voicer
+    from engine.voicelib.gates import Targets, measure, speaker_embedding
+    from engine.voicelib.lines import JUDGE_LINES
+
+    library = shipped_library()
+    if library is None:
+        raise TroupeError(
+            "voices design --base moved: the Kokoro library is not installed (the neural extra)"
+        )
+    lines = JUDGE_LINES[: args.lines]
+    joe, base, _gender = piper_voicer(seed=args.seed)
+    reference = measure(joe(0.0, lines), SAMPLE_RATE_HZ, lines)
+    others = {f"piper:{base}": reference.embedding}
+    for d in shipped_designs().values():
+        others[d.id] = speaker_embedding(joe(d.resample_st, lines), SAMPLE_RATE_HZ)
+    voice, _packs = kokoro_voicer()
+    names = {"female": FEMALE_NAMES, "male": MALE_NAMES}
+    targets = Targets(max_cosine=args.max_cosine)
+    counts = {"female": args.female, "male": args.male}
+    data = design_moved(args.out, library, voice, names, others, reference, targets, lines, counts)
+    kept = data["moved"]["kept"]
+    print(f"{len(kept)} moved voices ({', '.join(f'{k} from {v}' for k, v in kept.items()) or 'none'}) "
+          f"with the library in {args.out}")  # fmt: skip
     return 0
 
 
@@ -770,10 +807,12 @@ def build_parser() -> argparse.ArgumentParser:
     vd.add_argument("--max-cosine", type=_ranged(float, 0.5, 0.99, ""), default=0.80,
                     help="a voice's speaker-embedding cosine to every other, at most (0.80)")  # fmt: skip
     vd.add_argument("--resume", action="store_true", help="go on from the library already in --out")
-    vd.add_argument("--base", choices=("kokoro", "piper"), default="kokoro",
+    vd.add_argument("--base", choices=("kokoro", "piper", "moved"), default="kokoro",
                     help="kokoro: search the style space (library.json, library.npz); piper: the shipped "
                          "Piper voice's sizes, apart from the installed library (designs.json; only --out, "
-                         "--seed, --lines and --max-cosine apply)")  # fmt: skip
+                         "--seed, --lines and --max-cosine apply); moved: the installed library with voices "
+                         "of the other gender made from its own, the model's pitch and the size moved "
+                         "(library.json, library.npz; --female/--male: the most to add)")  # fmt: skip
     vd.set_defaults(func=cmd_voices_design)
     vf = vsub.add_parser("fit", help="fit a Kokoro voice to 10-60 s of a speaker's recordings")
     vf.add_argument("name", type=_voice_name, help="the new voice's name (then cast it as kokoro:NAME)")

@@ -122,7 +122,7 @@ def bench_onnx_batched(batches: list[int], repeats: int) -> list[dict[str, objec
     style = synth.bank.get("jf_alpha")
     rows = []
     for n in batches:
-        parts = [(tokens, style, 1.0)] * n
+        parts = [(tokens, style, 1.0, 1.0)] * n
         synth._run_parts(parts)  # warm-up at this shape
         lat, audio_s = [], 0.0
         for _ in range(repeats):

@@ -108,8 +108,12 @@ def natural_voice(role: Role, gender: str | None, natural: Sequence[VoiceInfo], 
     info = free[h % len(free)]
     pitch, timbre = 50, 50
     moved = bool(want and info.gender and info.gender != want)
-    if moved:  # e.g. a female role on a male voice
+    if moved:  # e.g. a female role on a male voice (its own size counted: hugo is +5 already)
         pitch, timbre = (80, 64) if want == "female" else (22, 38)
+        low, high = (
+            (sign * MAX_SHARED_RESAMPLE_ST - info.resampled_st) / semitones_for(51) + 50 for sign in (-1, 1)
+        )
+        timbre = max(math.ceil(low - 1e-9), min(math.floor(high + 1e-9), timbre))
     # NB: a Piper voice's stand-in reads the role's gender from its timbre (`espeak.stand_in`),
     # so roles sharing one move in pitch alone; a library voice's stand-in has its own gender,
     # as has a designed Piper voice's (one resampled: `piper.library`)

@@ -33,15 +33,18 @@ def stand_in(voice: Voice) -> Voice:
     if voice.backend == "espeak":
         return voice
     if voice.backend == "piper":  # the voice's gender, unless the role's timbre moved it
-        from engine.synthesis.piper.library import shipped_designs
+        from engine.synthesis.piper import offered_designs
         from engine.synthesis.piper.names import voice_gender
 
-        design = shipped_designs().get(voice.voice_id.split("#")[0])
+        design = offered_designs().get(voice.voice_id.split("#")[0])
         gender = (design.gender if design is not None else voice_gender(voice.voice_id))[:1]
         # NB: a designed voice's sharers are other sizes of it (pitch and timbre alike): its
-        # own gender; a role moved to the other gender (pitch apart from timbre) follows it
-        if design is None or voice.pitch != voice.pitch_range:
+        # own gender; a role moved to the other gender (pitch apart from timbre) follows its
+        # pitch (its timbre is held within `cast.MAX_SHARED_RESAMPLE_ST` of the voice's own size)
+        if design is None:
             gender = "f" if voice.pitch_range >= 60 else "m" if voice.pitch_range <= 40 else gender
+        elif voice.pitch != voice.pitch_range:
+            gender = "f" if voice.pitch >= 60 else "m" if voice.pitch <= 40 else gender
         variant = {"f": "+f3", "m": "+m3"}.get(gender, "")
         return dataclasses.replace(voice, backend="espeak", voice_id="en-us" + variant)
     from engine.synthesis.kokoro.library import shipped_library

@@ -92,9 +92,14 @@ def test_a_shared_library_voice_is_another_size_and_stand_ins_keep_the_gender() 
     assert len(sizes) == len(shared_offsets(design.resample_st)) >= 5
     assert all(v.pitch == v.pitch_range for v in voices)
     assert {stand_in(v).voice_id for v in voices} == {"en-us+m3"}
-    woman = natural_voice(Role("NORA", "NORA"), "f", on_design, set())  # no female voice offered: moved
-    assert (woman.pitch, woman.pitch_range) == (80, 64) and stand_in(woman).voice_id == "en-us+f3"
     from engine.synthesis.effects import semitones_for
+
+    for d in shipped_designs().values():  # no female voice offered: moved, its own size counted
+        voice = [VoiceInfo("piper", d.id, d.name, "en-us", d.gender, d.resample_st)]
+        woman = natural_voice(Role("NORA", "NORA"), "f", voice, set())
+        assert woman.pitch == 80 and stand_in(woman).voice_id == "en-us+f3"
+        assert abs(d.resample_st + semitones_for(woman.pitch_range)) <= MAX_SHARED_RESAMPLE_ST
+        assert woman.pitch_range == min(64, int(50 + (MAX_SHARED_RESAMPLE_ST - d.resample_st) / 0.12 + 1e-9))
 
     small = shared_offsets(5.04)  # hugo's sharers: none resampled past the limit in all
     assert small[0] == 50 and len(small) == 5

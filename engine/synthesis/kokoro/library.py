@@ -32,22 +32,24 @@ LIBRARY_VERSION = 1
 
 
 class Shift(NamedTuple):
-    """How a voice's takes are moved after synthesis, in semitones. `pitch_st` and
-    `formant_st` go through Rubber Band (a formant shift of 3 semitones cost DNSMOS OVRL
-    0.15-0.45); `resample_st` plays the take that much faster (or slower), pitch and
-    formants moving together as a smaller (or larger) speaker's would, after voicing it as
-    much slower (Kokoro's speed), so its length is kept and nothing of a pitch shifter is
-    heard (DNSMOS -0.23 to +0.07 at +-3 semitones)."""
+    """How a voice's takes are moved, in semitones. `pitch_st` and `formant_st` go through
+    Rubber Band after synthesis (a formant shift of 3 semitones cost DNSMOS OVRL 0.15-0.45);
+    `resample_st` plays the take that much faster (or slower), pitch and formants moving
+    together as a smaller (or larger) speaker's would, after voicing it as much slower
+    (Kokoro's speed), so its length is kept and nothing of a pitch shifter is heard (DNSMOS
+    -0.23 to +0.07 at +-3 semitones); `f0_st` moves the pitch the model itself predicts
+    (its F0 curve scaled before the vocoder voices it: `pitch_graph`), formants kept and
+    no pitch shifter heard, where the model takes it, else it joins `pitch_st`."""
 
     pitch_st: float = 0.0
     formant_st: float = 0.0
     resample_st: float = 0.0
+    f0_st: float = 0.0
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Shift:
         """The shift a recipe's fields name (each 0 where absent)."""
-        return cls(float(data.get("pitch_st", 0.0)), float(data.get("formant_st", 0.0)),
-                   float(data.get("resample_st", 0.0)))  # fmt: skip
+        return cls(*(float(data.get(name, 0.0)) for name in cls._fields))
 
     def speed_factor(self) -> float:
         """What the voicing speed is multiplied by so the resampled take keeps its length."""
@@ -58,7 +60,16 @@ class Shift(NamedTuple):
         done by resampling, the pitch that moves with it given back by Rubber Band)."""
         if not pitch_st and not timbre_st:
             return self
-        return Shift(self.pitch_st + pitch_st - timbre_st, self.formant_st, self.resample_st + timbre_st)
+        return self._replace(
+            pitch_st=self.pitch_st + pitch_st - timbre_st, resample_st=self.resample_st + timbre_st
+        )
+
+    def after_model(self, native_f0: bool) -> Shift:
+        """What is left to do after a model call: all of it but `f0_st` where the model moved
+        its pitch itself (`native_f0`), else with `f0_st` done by Rubber Band."""
+        if not self.f0_st:
+            return self
+        return self._replace(f0_st=0.0, pitch_st=self.pitch_st + (0.0 if native_f0 else self.f0_st))
 
 
 @dataclass(frozen=True)
@@ -68,7 +79,8 @@ class Recipe:
     seeded step of `step` pack-spreads (the per-dimension spread of the packs) in a random
     direction; its takes are then moved by `pitch_st` semitones in pitch and `formant_st`
     in formants (the vocal tract's size: another speaker, not another pitch of the same),
-    and by `resample_st` in both together (a smaller or larger speaker; see `Shift`)."""
+    and by `resample_st` in both together (a smaller or larger speaker; see `Shift`); the
+    model's own pitch is moved by `f0_st` (a voice made from another of the other gender)."""
 
     timbre: dict[str, float]
     prosody: dict[str, float]
@@ -77,13 +89,17 @@ class Recipe:
     pitch_st: float = 0.0
     formant_st: float = 0.0
     resample_st: float = 0.0
+    f0_st: float = 0.0
 
     @property
     def shift(self) -> Shift:
-        return Shift(self.pitch_st, self.formant_st, self.resample_st)
+        return Shift(self.pitch_st, self.formant_st, self.resample_st, self.f0_st)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if not self.f0_st:  # as the recipes written before the model's pitch could move
+            del data["f0_st"]
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Recipe:

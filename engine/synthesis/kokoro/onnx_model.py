@@ -23,8 +23,10 @@ import numpy as np
 from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ
 from engine.synthesis.base import Mono, SynthRequest, Take, VoiceInfo, retimed
+from engine.synthesis.effects import semitone_ratio
 from engine.synthesis.kokoro.library import Shift
 from engine.synthesis.kokoro.phonemes import MAX_TOKENS, Phonemized, Phonemizer, length_buckets
+from engine.synthesis.kokoro.pitch_graph import F0_INPUT, pitched_model
 from engine.synthesis.kokoro.voices import VoiceBank, shipped_package, shipped_vocab, style_for
 from engine.synthesis.kokoro.words import after_cut, join_takes, to_engine_rate
 from engine.synthesis.onnx_memory import CPU_CALLS, model_file, models_folder, run_options
@@ -35,8 +37,9 @@ FIRST_CHUNK_TOKENS = 48
 """Streaming starts on the first clause group of at most this many phonemes (~0.6 s)."""
 BASE_RATE_WPM = 175
 """A role's rate_wpm over this is Kokoro's speed factor."""
-Part = tuple[list[int], np.ndarray, float]
-"""One clause group to voice: its tokens, the voice's style table and the speed."""
+Part = tuple[list[int], np.ndarray, float, float]
+"""One clause group to voice: its tokens, the voice's style table, the speed and the ratio
+its predicted pitch is moved by (`Shift.f0_st`: 1 leaves it)."""
 CPU_PART_TOKENS = 90
 """On the CPU, parts of at most this many phonemes' worth of audio (a phoneme as long as at
 speed 1; cut at clause marks): a call's working memory grows with its audio, so a voice
@@ -168,6 +171,8 @@ class KokoroOnnx:
         self.phonemizer = Phonemizer(shipped_vocab(), british)
         self.provider = ""
         self._run_opts: Any = None
+        self.native_f0 = False
+        """The model moves its own pitch (`pitch_graph`); else Rubber Band does."""
         self.part_audio: int | None = None
         """The most audio a part may hold, in phonemes at speed 1 (None: only the model's
         context bounds a part; on the CPU, `CPU_PART_TOKENS` bounds a call's memory)."""
@@ -192,6 +197,8 @@ class KokoroOnnx:
             opts.inter_op_num_threads = 1
             providers = choose_providers(ort.get_available_providers(), self.engine_cache, self.max_batch)
             source = self.model_path or shipped_model_file()
+            if self.model_path is None and isinstance(source, Path):  # the shipped model, pitch movable
+                source = pitched_model(source) or source
             model = str(source) if isinstance(source, Path) else source
             try:
                 self._session = ort.InferenceSession(model, sess_options=opts, providers=providers)
@@ -202,6 +209,8 @@ class KokoroOnnx:
             if self.provider == "CPUExecutionProvider":
                 self.part_audio = CPU_PART_TOKENS
             names = [i.name for i in self._session.get_inputs()]
+            self.native_f0 = F0_INPUT in names
+            names = [n for n in names if n != F0_INPUT]
             if self.batched and names != BATCHED_INPUTS:
                 self._session = None
                 raise SynthesisError(f"{self.model_path}: expected inputs {BATCHED_INPUTS}, found {names}")
@@ -212,7 +221,7 @@ class KokoroOnnx:
             log.info("kokoro: onnxruntime on %s (%d threads, batches of up to %d)",
                      self.provider, self.threads, self.max_batch)  # fmt: skip
         style = self.bank.get(self.bank.names()[0])
-        self._run_parts([([50, 83, 54, 157, 57], style, 1.0)])  # warm-up
+        self._run_parts([([50, 83, 54, 157, 57], style, 1.0, 1.0)])  # warm-up
 
     def voices(self) -> list[VoiceInfo]:
         return kokoro_voices(self.bank)
@@ -225,7 +234,10 @@ class KokoroOnnx:
         else:
             pkg = shipped_package()
             model = (resources.files(pkg) / "data" / "model.sha256").read_text().strip() if pkg else "none"
-        return f"kokoro-onnx:{model}:{self.bank.fingerprint()}:{'gb' if self.british else 'us'}:{PARTS_RULE}"
+        key = f"kokoro-onnx:{model}:{self.bank.fingerprint()}:{'gb' if self.british else 'us'}:{PARTS_RULE}"
+        if self.model_path is not None and any(s.f0_st for s in self.bank.shifts.values()):
+            key += ":f0-by-rubberband"  # NB: an export of a user's own: its voices' pitch moved after
+        return key
 
     def _run_parts(self, parts: Sequence[Part]) -> list[np.ndarray]:
         """24 kHz audio for each (tokens, voice, speed): batched by length where the model
@@ -248,25 +260,28 @@ class KokoroOnnx:
         except Exception as exc:  # onnxruntime raises its own untyped errors
             raise SynthesisError(f"Kokoro ({self.provider or 'onnxruntime'}): {exc}") from exc
 
-    def _run_one(self, tokens: list[int], style: np.ndarray, speed: float) -> np.ndarray:
+    def _run_one(self, tokens: list[int], style: np.ndarray, speed: float, f0: float = 1.0) -> np.ndarray:
         ids, ref, spd = self._inputs
-        audio = self._call(None, {
+        feed: dict[str, np.ndarray] = {
             ids: np.array([[0, *tokens, 0]], np.int64),
             ref: style_for(style, len(tokens)).reshape(1, -1).astype(np.float32),
             spd: np.array([speed], np.float32),
-        })[0]  # fmt: skip
+        }  # fmt: skip
+        if self.native_f0:
+            feed[F0_INPUT] = np.array([f0], np.float32)
+        audio = self._call(None, feed)[0]
         return np.asarray(audio, np.float32).reshape(-1)
 
     def _run_batch(self, parts: Sequence[Part]) -> list[Timed]:
-        width = max(len(t) for t, _s, _v in parts) + 2
+        width = max(len(p[0]) for p in parts) + 2
         ids = np.zeros((len(parts), width), np.int64)
-        for b, (tokens, _s, _v) in enumerate(parts):
+        for b, (tokens, *_rest) in enumerate(parts):
             ids[b, 1 : len(tokens) + 1] = tokens
         wave, samples, *dur = self._call(self._outputs, {
             "input_ids": ids,
-            "input_lengths": np.array([len(t) + 2 for t, _s, _v in parts], np.int64),
-            "ref_s": np.stack([style_for(s, len(t)) for t, s, _v in parts]).astype(np.float32),
-            "speed": np.array([v for _t, _s, v in parts], np.float32),
+            "input_lengths": np.array([len(p[0]) + 2 for p in parts], np.int64),
+            "ref_s": np.stack([style_for(p[1], len(p[0])) for p in parts]).astype(np.float32),
+            "speed": np.array([p[2] for p in parts], np.float32),
         })  # fmt: skip
         return [(np.asarray(wave[b, : int(n)], np.float32),
                  np.asarray(dur[0][b, : len(parts[b][0]) + 2]) if dur else None)
@@ -283,7 +298,7 @@ class KokoroOnnx:
         parts = self._parts(request, first_tokens=FIRST_CHUNK_TOKENS)
 
         def out(audio: np.ndarray) -> Mono:
-            return shift_takes([Take(to_engine_rate(audio))], [request], self.bank)[0].audio
+            return shift_takes([Take(to_engine_rate(audio))], [request], self.bank, self.native_f0)[0].audio
 
         yield out(self._run_parts(parts[:1])[0])
         if self.batched:
@@ -306,7 +321,7 @@ class KokoroOnnx:
         timed = self._run_timed([p for p, _o in flat])
         takes = join_takes([r.text for r in batch], [o for _p, o in flat], [len(p) for p in per_request],
                            [a for a, _f in timed], [f for _a, f in timed])  # fmt: skip
-        return shift_takes(takes, batch, self.bank)
+        return shift_takes(takes, batch, self.bank, self.native_f0)
 
     def close(self) -> None:
         self._session = None
@@ -329,7 +344,8 @@ def owned_parts(request: SynthRequest, phonemizer: Phonemizer, bank: VoiceBank,
     the model's context nor, with `audio_tokens`, holding more audio than that many phonemes
     at speed 1 (a part voiced at half speed has half as many)."""
     # NB: a resampled voice is voiced slower (faster) and played faster (slower)
-    speed = speed_for(request.voice.rate_wpm, role_shift(bank, request).speed_factor())
+    shift = role_shift(bank, request)
+    speed = speed_for(request.voice.rate_wpm, shift.speed_factor())
     max_tokens = MAX_TOKENS
     if audio_tokens is not None:
         max_tokens = min(max_tokens, max(MIN_PART_TOKENS, int(audio_tokens * speed)))
@@ -339,7 +355,8 @@ def owned_parts(request: SynthRequest, phonemizer: Phonemizer, bank: VoiceBank,
     if not parts:
         raise SynthesisError(f"nothing to say in {request.text!r}")
     style = bank.get(request.voice.voice_id)
-    return [((p.tokens, style, speed), p.owners) for p in parts]
+    f0 = semitone_ratio(shift.f0_st)
+    return [((p.tokens, style, speed, f0), p.owners) for p in parts]
 
 
 def kokoro_voices(bank: VoiceBank) -> list[VoiceInfo]:
@@ -365,14 +382,16 @@ def kokoro_voices(bank: VoiceBank) -> list[VoiceInfo]:
     return out
 
 
-def shift_takes(takes: list[Take], batch: Sequence[SynthRequest], bank: VoiceBank) -> list[Take]:
+def shift_takes(takes: list[Take], batch: Sequence[SynthRequest], bank: VoiceBank,
+                native_f0: bool = False) -> list[Take]:  # fmt: skip
     """A voice's own shift and the role's pitch and timbre (`role_shift`): resampled first,
-    as `owned_parts` voiced it for, then what Rubber Band does."""
+    as `owned_parts` voiced it for, then what Rubber Band does (the model's own pitch move
+    too, where the model did not make it: not `native_f0`)."""
     from engine.synthesis.effects import resample_voice, shift_voice
 
     out = []
     for take, r in zip(takes, batch, strict=True):
-        shift = role_shift(bank, r)
+        shift = role_shift(bank, r).after_model(native_f0)
         if shift.resample_st:
             audio = resample_voice(take.audio, SAMPLE_RATE_HZ, shift.resample_st)
             take = Take(audio, retimed(take.words, scale=shift.speed_factor()))

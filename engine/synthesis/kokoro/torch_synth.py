@@ -83,8 +83,9 @@ class KokoroTorch:
         self, request: SynthRequest, first_tokens: int | None = None
     ) -> list[tuple[BatchItem, tuple[int, ...]]]:
         parts = owned_parts(request, self.phonemizer, self.bank, first_tokens)
+        # NB: the torch model's pitch is not moved in the model: `shift_takes` does it
         return [(BatchItem(tokens, torch.from_numpy(style_for(style, len(tokens))), speed), owners)
-                for (tokens, style, speed), owners in parts]  # fmt: skip
+                for (tokens, style, speed, _f0), owners in parts]  # fmt: skip
 
     def run_items(self, items: Sequence[BatchItem]) -> list[np.ndarray]:
         """24 kHz audio per item, batched by length bucket and split to fit the device."""

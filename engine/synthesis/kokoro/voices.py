@@ -79,6 +79,15 @@ def _fitted_shift(path: Path, name: str) -> dict[str, Shift]:
         raise SynthesisError(f"{path}: not a fitted voice's description ({exc})") from exc
 
 
+def _key(shift: Shift) -> str:
+    """A shift as the take cache's key has it: without the model's own pitch where that is
+    not moved, as before it could be (the takes voiced then are still read)."""
+    if shift.f0_st:
+        return repr(shift)
+    p, f, r = shift.pitch_st, shift.formant_st, shift.resample_st
+    return f"Shift(pitch_st={p!r}, formant_st={f!r}, resample_st={r!r})"
+
+
 class VoiceBank:
     """Named styles (shipped ones, then a folder's) and blends of them."""
 
@@ -118,7 +127,8 @@ class VoiceBank:
         for name in self.names():
             h.update(name.encode())
             h.update(np.ascontiguousarray(self.styles[name]).tobytes())
-        h.update(repr(sorted(self.shifts.items())).encode())
+        shifts = ", ".join(f"({n!r}, {_key(s)})" for n, s in sorted(self.shifts.items()))
+        h.update(f"[{shifts}]".encode())
         return h.hexdigest()[:16]
 
     def get(self, spec: str) -> Style:

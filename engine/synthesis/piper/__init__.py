@@ -11,13 +11,16 @@ from pathlib import Path
 
 from engine.core.errors import SynthesisError
 from engine.synthesis.base import Synthesizer
+from engine.synthesis.piper.library import DESIGNS_ENV, DesignedVoice, designs, shipped_designs
 from engine.synthesis.piper.names import KNOWN_GENDERS, voice_gender
 
 __all__ = [
+    "DESIGNS_ENV",
     "KNOWN_GENDERS",
     "available_voices",
     "find_voices",
     "make_piper",
+    "offered_designs",
     "seed_noise",
     "shipped_voice",
     "voice_gender",
@@ -28,6 +31,7 @@ VOICES_ENV = "TROUPE_PIPER_VOICES"
 SHIPPED_VOICE = "en_US-joe-medium"
 NOISE_ENV = ("TROUPE_PIPER_NOISE_SCALE", "TROUPE_PIPER_NOISE_W")
 """Override every voice's noise_scale (variation in the voice) and noise_w (in timing); 0 to 2."""
+_reported: set[str] = set()
 
 
 def shipped_voice() -> Path | None:
@@ -87,6 +91,18 @@ def seed_noise(seed: int) -> None:
     onnxruntime.set_seed(seed)
 
 
+def offered_designs() -> dict[str, DesignedVoice]:
+    """The designed voices to offer: the shipped ones and a user's (`DESIGNS_ENV`); a user's
+    file that cannot be read is reported and left out, the shipped ones still offered."""
+    try:
+        return designs()
+    except SynthesisError as exc:
+        if str(exc) not in _reported:  # once, not for every line a stand-in voices
+            _reported.add(str(exc))
+            log.warning("piper: %s; the shipped designed voices only", exc)
+        return shipped_designs()
+
+
 def make_piper(folder: Path | None = None) -> Synthesizer | None:
     """A Piper backend over every voice found, or None when onnxruntime or voices are missing."""
     if importlib.util.find_spec("onnxruntime") is None:
@@ -98,7 +114,7 @@ def make_piper(folder: Path | None = None) -> Synthesizer | None:
         from engine.synthesis.piper.synth import PiperSynthesizer
 
         noise_scale, noise_w = (noise_setting(name) for name in NOISE_ENV)
-        return PiperSynthesizer(voices, noise_scale=noise_scale, noise_w=noise_w)
+        return PiperSynthesizer(voices, noise_scale=noise_scale, noise_w=noise_w, designs=offered_designs())
     except SynthesisError as exc:
         log.warning("piper: not available (%s)", exc)
         return None

@@ -15,13 +15,18 @@ import functools
 import hashlib
 import importlib.resources as resources
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from engine.core.errors import SynthesisError
 
 LIBRARY_JSON = "designs.json"
+DESIGNS_ENV = "TROUPE_PIPER_DESIGNS"
+"""A `designs.json` of a user's own (`troupe voices design --base piper --out DIR`), offered
+beside the shipped designs (one of the same id replaces the shipped one)."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,34 @@ def shipped_designs() -> dict[str, DesignedVoice]:
     if not path.is_file():
         return {}
     return read_designs(json.loads(path.read_text(encoding="utf-8")))
+
+
+@functools.cache
+def _user_designs(path: Path, _stamp: tuple[int, int]) -> dict[str, DesignedVoice]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SynthesisError(f"{path} ({DESIGNS_ENV}): not a designs.json ({exc})") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("voices"), list):
+        raise SynthesisError(f"{path} ({DESIGNS_ENV}): expected an object with a 'voices' list")
+    try:
+        return read_designs(data)
+    except SynthesisError as exc:
+        raise SynthesisError(f"{path} ({DESIGNS_ENV}): {exc}") from exc
+
+
+def designs() -> dict[str, DesignedVoice]:
+    """The designed Piper voices on offer: the shipped ones and a user's (`DESIGNS_ENV`);
+    a user's file that cannot be read raises `SynthesisError` naming it."""
+    raw = os.environ.get(DESIGNS_ENV, "").strip()
+    if not raw:
+        return shipped_designs()
+    path = Path(raw).expanduser()
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise SynthesisError(f"{path} ({DESIGNS_ENV}): cannot read it ({exc.strerror})") from exc
+    return {**shipped_designs(), **_user_designs(path, (st.st_mtime_ns, st.st_size))}
 
 
 def fingerprint(designs: Mapping[str, DesignedVoice]) -> str:

@@ -15,7 +15,7 @@ import soxr
 from engine.core.errors import SynthesisError
 from engine.core.types import SAMPLE_RATE_HZ, Voice
 from engine.synthesis.base import Mono, SynthRequest, VoiceInfo
-from engine.synthesis.effects import pitch_shift, semitone_ratio, semitones_for
+from engine.synthesis.effects import pitch_shift, semitone_ratio, semitones_for, time_stretch
 from engine.synthesis.kokoro.phonemes import clause_phonemes
 from engine.synthesis.piper.library import DesignedVoice, fingerprint, shipped_designs
 from engine.synthesis.piper.model import PiperConfig, PiperModel
@@ -29,6 +29,9 @@ BATCH_IDS = 0
 The decoder's memory grows with the padded batch, and on CPU a batch is no faster: 16
 sentences a call peaked at ~2 GB against ~0.35-0.5 GB one at a time, 480 ids at 0.9 GB,
 all at the same real-time factor (0.12-0.15, 96 lines of the demo, in one run)."""
+LENGTH_SCALES = (0.25, 4.0)
+"""The length scales voiced (4x faster to 4x slower than the voice's own pace); a role's
+rate and sizes past them are made up by stretching the take (Rubber Band) in `finish`."""
 
 
 @dataclass(frozen=True)
@@ -131,16 +134,22 @@ class PiperSynthesizer:
         model = self.model(name)
         cfg = model.config
         sid = cfg.speaker_id(speaker, f"Piper voice {request.voice.voice_id!r}")
-        length = cfg.length_scale * BASE_RATE_WPM / max(1, request.voice.rate_wpm)
-        length *= semitone_ratio(own + semitones_for(request.voice.pitch_range))  # `finish` plays it faster
         noise = cfg.noise_scale if self.noise_scale is None else self.noise_scale
         noise_w = cfg.noise_w if self.noise_w is None else self.noise_w
-        scales = (float(noise), float(min(4.0, max(0.25, length))), float(noise_w))
+        length = self._length(cfg, request.voice, own)
+        scales = (float(noise), float(min(LENGTH_SCALES[1], max(LENGTH_SCALES[0], length))), float(noise_w))
         phonemes = clause_phonemes(request.text, cfg.espeak_voice)
         out = [Part(name, cfg.ids(s), sid, scales) for s in _SENTENCE_END.split(phonemes) if s.strip()]
         if not out:
             raise SynthesisError(f"nothing to say in {request.text!r}")
         return out
+
+    @staticmethod
+    def _length(cfg: PiperConfig, voice: Voice, own: float) -> float:
+        """The length scale a role's takes want: its rate, and the voice's own and the role's
+        resampling (`finish` plays the take that much faster, so it is voiced that much slower)."""
+        length = cfg.length_scale * BASE_RATE_WPM / max(1, voice.rate_wpm)
+        return length * semitone_ratio(own + semitones_for(voice.pitch_range))
 
     def run_parts(self, parts: Sequence[Part]) -> list[np.ndarray]:
         """Audio at each voice's rate; parts of one voice and one scale triple in batches."""
@@ -182,6 +191,9 @@ class PiperSynthesizer:
         played = rate * semitone_ratio(own + timbre)
         clip = soxr.resample(audio.astype(np.float32), played, SAMPLE_RATE_HZ, quality="HQ")
         clip = np.asarray(clip, np.float32)
+        length = self._length(self.configs[name], voice, own)
+        voiced = min(LENGTH_SCALES[1], max(LENGTH_SCALES[0], length))
+        clip = time_stretch(clip, SAMPLE_RATE_HZ, voiced / length)  # what the clamp left out
         return pitch_shift(clip, SAMPLE_RATE_HZ, semitones_for(voice.pitch) - timbre)
 
     def synthesize(self, batch: Sequence[SynthRequest]) -> list[Mono]:

@@ -299,3 +299,65 @@ def test_a_take_voiced_under_another_part_rule_is_not_read_from_the_cache(monkey
     assert onnx_model.PARTS_RULE in now
     monkeypatch.setattr(onnx_model, "PARTS_RULE", "parts160-32-cut1")
     assert model.model_version() != now
+
+
+@pytest.mark.slow
+def test_the_model_moves_its_own_pitch(onnx_voice) -> None:  # type: ignore[no-untyped-def]
+    """The shipped model is loaded with an input that scales the pitch it predicts
+    (`pitch_graph`): unmoved, a take is the unedited model's sample for sample (takes in the
+    cache stay valid); moved 8 semitones up, the same length and a much higher F0; a model
+    without the input (a user's export) makes the move with Rubber Band instead."""
+    from engine.core.types import SAMPLE_RATE_HZ
+    from engine.synthesis.kokoro.onnx_model import KokoroOnnx, shipped_model_file
+    from engine.voicelib.pitch import f0_track
+
+    shipped = shipped_model_file()
+    assert onnx_voice.native_f0 and isinstance(shipped, Path)
+    plain = KokoroOnnx(model=shipped, threads=2)
+    plain.load()
+    assert not plain.native_f0
+    line = [SynthRequest("The harbour lights burned low while the last ferry came in.", _kokoro("bruno"))]
+    as_is, unedited = onnx_voice.synthesize(line)[0], plain.synthesize(line)[0]
+    assert np.array_equal(as_is, unedited)
+
+    def f0(audio: np.ndarray) -> float:
+        return float(np.median(f0_track(audio, SAMPLE_RATE_HZ)))
+
+    own = onnx_voice.bank.shifts["bruno"]
+    try:
+        for model in (onnx_voice, plain):
+            model.bank.shifts["bruno"] = own._replace(f0_st=8.0)
+        native, shifted = onnx_voice.synthesize(line)[0], plain.synthesize(line)[0]
+    finally:
+        for model in (onnx_voice, plain):
+            model.bank.shifts["bruno"] = own
+        plain.close()
+    assert len(native) == len(shifted) == len(as_is)
+    assert f0(native) > f0(as_is) * 2 ** (6 / 12) and f0(shifted) > f0(as_is) * 2 ** (6 / 12)
+    assert not np.allclose(native, shifted, atol=1e-3)  # not the same path
+
+
+def test_a_shift_s_own_pitch_is_done_once_and_keeps_old_cache_keys() -> None:
+    """`f0_st` is left out after a model that moved it and joins Rubber Band's pitch after
+    one that did not; a voice bank without it hashes as before it existed (the takes in a
+    user's cache are still read), one with it differently."""
+    from engine.synthesis.kokoro.library import Recipe, Shift
+    from engine.synthesis.kokoro.voices import _key
+
+    moved = Shift(pitch_st=1.0, resample_st=2.0, f0_st=8.0)
+    assert moved.after_model(native_f0=True) == Shift(1.0, 0.0, 2.0, 0.0)
+    assert moved.after_model(native_f0=False) == Shift(9.0, 0.0, 2.0, 0.0)
+    assert moved.with_role(2.0, 1.0) == Shift(2.0, 0.0, 3.0, 8.0)
+    bank = VoiceBank()
+    before = bank.fingerprint()
+    name = bank.names()[0]
+    own = bank.shifts.get(name, Shift())
+    # the key of a shift without it is the three-field shift's repr, as written before
+    assert _key(Shift(0.0, 1.2, -2.5)) == "Shift(pitch_st=0.0, formant_st=1.2, resample_st=-2.5)"
+    bank.shifts[name] = own._replace(f0_st=3.0)
+    assert bank.fingerprint() != before
+    bank.shifts[name] = own
+    assert bank.fingerprint() == before
+    recipe = Recipe({"jm_kumo": 1.0}, {"jm_kumo": 1.0}, f0_st=8.0)
+    assert Recipe.from_dict(recipe.to_dict()) == recipe and recipe.shift.f0_st == 8.0
+    assert "f0_st" not in Recipe({"jm_kumo": 1.0}, {"jm_kumo": 1.0}).to_dict()  # the library as it was

@@ -282,3 +282,65 @@ def test_seeded_noise_repeats_a_take() -> None:
         seed_noise(time.time_ns() % 2**31)
     assert np.array_equal(first, again)
     assert len(first) != len(other) or not np.array_equal(first, other)
+
+
+@needs_voice
+def test_a_role_past_the_length_scales_keeps_its_rate() -> None:
+    """A designed voice's own size and a role's add up: a large one (+8 semitones), the
+    largest role size up (+6) and the slowest rate (80 wpm) ask for a length scale of ~4.9,
+    past the 4 voiced; the rest is stretched, so the take is as long as the rate asks
+    (the same line at a scale within reach, times the ratio of the scales)."""
+    from engine.synthesis.piper.library import DesignedVoice
+    from engine.synthesis.piper.synth import LENGTH_SCALES
+
+    assert SHIPPED is not None
+    big = DesignedVoice("hugo", "Hugo", "male", "adult", "en-us", SHIPPED_VOICE, 8.0, 140.0)
+    synth = PiperSynthesizer({SHIPPED_VOICE: SHIPPED}, noise_scale=0.0, noise_w=0.0, designs={"hugo": big})
+    text = "The road north was closed after the bridge gave way."
+    slowest = Voice(backend="piper", voice_id="hugo", rate_wpm=80, pitch=100, pitch_range=100)
+    within = Voice(backend="piper", voice_id="hugo", rate_wpm=140, pitch=100, pitch_range=100)
+    wanted = [synth._length(synth.configs[SHIPPED_VOICE], v, 8.0) for v in (slowest, within)]
+    assert wanted[0] > LENGTH_SCALES[1] > wanted[1]
+    assert synth.parts(SynthRequest(text, slowest))[0].scales[1] == LENGTH_SCALES[1]
+    slow, ok = (len(a) for a in synth.synthesize([SynthRequest(text, slowest), SynthRequest(text, within)]))
+    # NB: a take's length is not quite proportional to the scale (each phoneme's frames are
+    # rounded, the edges' silence is not scaled): 1.69 measured against 1.75 asked, 1.43 clamped
+    clamped = LENGTH_SCALES[1] / wanted[1]
+    assert slow / ok == pytest.approx(wanted[0] / wanted[1], rel=0.05)
+    assert abs(slow / ok - wanted[0] / wanted[1]) < abs(slow / ok - clamped) / 3
+
+
+@needs_voice
+def test_a_users_designs_file_is_offered_and_a_bad_one_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`TROUPE_PIPER_DESIGNS` names a designs.json of a user's own (`voices design --base
+    piper --out DIR`): its voices are offered beside the shipped ones, cast and stood in for
+    in their own gender; a file that cannot be read is named once in the log and the shipped
+    designs are still offered (Piper itself stays)."""
+    from engine.synthesis.espeak import stand_in
+    from engine.synthesis.piper import DESIGNS_ENV, make_piper
+    from engine.synthesis.piper.library import DesignedVoice, shipped_designs
+
+    mine = DesignedVoice("wren", "Wren", "female", "adult", "en-us", SHIPPED_VOICE, 3.0, 170.0)
+    path = tmp_path / "designs.json"
+    path.write_text(json.dumps({"voices": [mine.to_dict()]}), encoding="utf-8")
+    monkeypatch.setenv(DESIGNS_ENV, str(path))
+    piper = make_piper()
+    assert isinstance(piper, PiperSynthesizer)
+    assert set(piper.designs) == {*shipped_designs(), "wren"}
+    assert {v.voice_id: v.gender for v in piper.voices()}["wren"] == "female"
+    assert piper.resolve("wren") == (SHIPPED_VOICE, "", 3.0)
+    assert stand_in(Voice(backend="piper", voice_id="wren")).voice_id == "en-us+f3"
+    for k, bad in enumerate(('{"voices": [{"id": "x"}]}', "not json", '["a list"]')):
+        (tmp_path / f"bad{k}.json").write_text(bad, encoding="utf-8")
+        monkeypatch.setenv(DESIGNS_ENV, str(tmp_path / f"bad{k}.json"))
+        caplog.clear()
+        piper = make_piper()
+        assert isinstance(piper, PiperSynthesizer) and set(piper.designs) == set(shipped_designs())
+        stand_in(Voice(backend="piper", voice_id="hugo"))
+        assert len([r for r in caplog.records if f"bad{k}.json" in r.getMessage()]) == 1
+    monkeypatch.setenv(DESIGNS_ENV, str(tmp_path / "missing.json"))
+    caplog.clear()
+    assert isinstance(make_piper(), PiperSynthesizer)
+    assert any("missing.json" in r.getMessage() and DESIGNS_ENV in r.getMessage() for r in caplog.records)
