@@ -524,6 +524,13 @@ def _design_moved(args: argparse.Namespace) -> int:
     others = {f"piper:{base}": reference.embedding}
     for d in shipped_designs().values():
         others[d.id] = speaker_embedding(joe(d.resample_st, lines), SAMPLE_RATE_HZ)
+    from engine.synthesis.kokoro.onnx_model import shipped_model_file
+    from engine.synthesis.kokoro.pitch_graph import pitched_model
+
+    shipped = shipped_model_file()
+    if not isinstance(shipped, Path) or pitched_model(shipped) is None:
+        raise TroupeError("voices design --base moved: the model's pitch cannot be moved here (the onnx "
+                          "package and a writable models folder are needed); see the log")  # fmt: skip
     voice, _packs = kokoro_voicer()
     names = {"female": FEMALE_NAMES, "male": MALE_NAMES}
     targets = Targets(max_cosine=args.max_cosine)

@@ -113,7 +113,7 @@ def natural_voice(role: Role, gender: str | None, natural: Sequence[VoiceInfo], 
         low, high = (
             (sign * MAX_SHARED_RESAMPLE_ST - info.resampled_st) / semitones_for(51) + 50 for sign in (-1, 1)
         )
-        timbre = max(math.ceil(low - 1e-9), min(math.floor(high + 1e-9), timbre))
+        timbre = max(0, math.ceil(low - 1e-9), min(100, math.floor(high + 1e-9), timbre))
     # NB: a Piper voice's stand-in reads the role's gender from its timbre (`espeak.stand_in`),
     # so roles sharing one move in pitch alone; a library voice's stand-in has its own gender,
     # as has a designed Piper voice's (one resampled: `piper.library`)

@@ -173,6 +173,7 @@ class KokoroOnnx:
         self._run_opts: Any = None
         self.native_f0 = False
         """The model moves its own pitch (`pitch_graph`); else Rubber Band does."""
+        self._resolved: tuple[Path | bytes, bool] | None = None
         self.part_audio: int | None = None
         """The most audio a part may hold, in phonemes at speed 1 (None: only the model's
         context bounds a part; on the CPU, `CPU_PART_TOKENS` bounds a call's memory)."""
@@ -196,9 +197,7 @@ class KokoroOnnx:
             opts.intra_op_num_threads = self.threads
             opts.inter_op_num_threads = 1
             providers = choose_providers(ort.get_available_providers(), self.engine_cache, self.max_batch)
-            source = self.model_path or shipped_model_file()
-            if self.model_path is None and isinstance(source, Path):  # the shipped model, pitch movable
-                source = pitched_model(source) or source
+            source, _native = self._source()
             model = str(source) if isinstance(source, Path) else source
             try:
                 self._session = ort.InferenceSession(model, sess_options=opts, providers=providers)
@@ -209,8 +208,9 @@ class KokoroOnnx:
             if self.provider == "CPUExecutionProvider":
                 self.part_audio = CPU_PART_TOKENS
             names = [i.name for i in self._session.get_inputs()]
-            self.native_f0 = F0_INPUT in names
-            names = [n for n in names if n != F0_INPUT]
+            self.native_f0 = F0_INPUT in names and not self.batched
+            if self.native_f0:
+                names.remove(F0_INPUT)
             if self.batched and names != BATCHED_INPUTS:
                 self._session = None
                 raise SynthesisError(f"{self.model_path}: expected inputs {BATCHED_INPUTS}, found {names}")
@@ -235,9 +235,29 @@ class KokoroOnnx:
             pkg = shipped_package()
             model = (resources.files(pkg) / "data" / "model.sha256").read_text().strip() if pkg else "none"
         key = f"kokoro-onnx:{model}:{self.bank.fingerprint()}:{'gb' if self.british else 'us'}:{PARTS_RULE}"
-        if self.model_path is not None and any(s.f0_st for s in self.bank.shifts.values()):
-            key += ":f0-by-rubberband"  # NB: an export of a user's own: its voices' pitch moved after
+        if any(s.f0_st for s in self.bank.shifts.values()) and not self._native_source():
+            key += ":f0-by-rubberband"  # NB: the voices' own pitch moved after the model, not in it
         return key
+
+    def _native_source(self) -> bool:
+        try:
+            return self._source()[1]
+        except SynthesisError:  # no shipped model: nothing voiced, nothing to tell apart
+            return False
+
+    def _source(self) -> tuple[Path | bytes, bool]:
+        """The model to load and whether it moves its own pitch (`pitch_graph`), decided
+        once, before the take cache's key is made: the shipped model with its pitch input
+        where that can be made, else the model as it is (a user's export, the shipped one
+        without `onnx` or a models folder to keep it in)."""
+        if self._resolved is None:
+            if self.model_path is not None:
+                self._resolved = (self.model_path, False)
+            else:
+                shipped = shipped_model_file()
+                pitched = pitched_model(shipped) if isinstance(shipped, Path) else None
+                self._resolved = (pitched, True) if pitched is not None else (shipped, False)
+        return self._resolved
 
     def _run_parts(self, parts: Sequence[Part]) -> list[np.ndarray]:
         """24 kHz audio for each (tokens, voice, speed): batched by length where the model

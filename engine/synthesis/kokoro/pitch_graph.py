@@ -1,8 +1,8 @@
 """Kokoro's own pitch, movable: the shipped model with one more input, `f0_scale`, by which
 the F0 curve its predictor makes is multiplied before the decoder voices it. The vocoder then
-speaks the new pitch itself (formants kept, nothing of a pitch shifter heard: a male voice
-moved up an octave and resampled 3 semitones measured DNSMOS OVRL 3.3-3.4 where Rubber Band's
-shift of joe by as much measured 2.95-3.10), so a voice of the other gender can be made from
+speaks the new pitch itself (formants kept, nothing of a pitch shifter heard: a library man's
+pitch moved 8 semitones and resampled 3 smaller measured DNSMOS OVRL 3.30 where Rubber Band's
+shift of joe to a woman's pitch measured 2.95-3.10), so a voice of the other gender can be made from
 a library voice (`Shift.f0_st`).
 
 The model is edited once per machine (the `onnx` package: ~1 s and ~200 MB, the model read
@@ -39,8 +39,8 @@ def pitched_model(model: Path) -> Path | None:
     try:
         import onnx
         from onnx import TensorProto, helper
-    except ImportError:
-        log.info("kokoro: no onnx package: a voice's own pitch is moved by Rubber Band")
+    except Exception as exc:  # not installed, or a protobuf it cannot import with
+        log.info("kokoro: no onnx package (%s): a voice's own pitch is moved by Rubber Band", exc)
         return None
     try:
         proto = onnx.load(str(model))
@@ -66,7 +66,7 @@ def pitched_model(model: Path) -> Path | None:
         finally:
             with contextlib.suppress(OSError):
                 tmp.unlink()
-    except (OSError, ValueError, onnx.checker.ValidationError) as exc:
+    except Exception as exc:  # onnx and protobuf raise their own untyped errors
         log.warning(
             "kokoro: cannot make the pitched model (%s): a voice's own pitch is moved by Rubber Band", exc
         )

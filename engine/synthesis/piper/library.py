@@ -15,6 +15,7 @@ import functools
 import hashlib
 import importlib.resources as resources
 import json
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -24,6 +25,8 @@ from typing import Any
 from engine.core.errors import SynthesisError
 
 LIBRARY_JSON = "designs.json"
+MAX_RESAMPLE_ST = 12.0
+"""The most a design is resampled (an octave; the shipped ones are within 6 semitones)."""
 DESIGNS_ENV = "TROUPE_PIPER_DESIGNS"
 """A `designs.json` of a user's own (`troupe voices design --base piper --out DIR`), offered
 beside the shipped designs (one of the same id replaces the shipped one)."""
@@ -51,15 +54,30 @@ class DesignedVoice:
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> DesignedVoice:
+    def from_dict(cls, data: Any) -> DesignedVoice:
+        """A design as `to_dict` writes it; anything else raises `SynthesisError` saying what."""
         try:
-            recipe = data["recipe"]
-            return cls(str(data["id"]), str(data["name"]), str(data["gender"]), str(data.get("age", "adult")),
-                       str(data.get("accent", "en-us")), str(recipe["base"]), float(recipe["resample_st"]),
-                       float(data["f0_median_hz"]),
-                       {str(k): float(v) for k, v in data.get("gates", {}).items()})  # fmt: skip
+            if not isinstance(data, Mapping):
+                raise TypeError(f"expected an object, found {type(data).__name__}")
+            recipe, gates = data["recipe"], data.get("gates") or {}
+            if not isinstance(recipe, Mapping) or not isinstance(gates, Mapping):
+                raise TypeError("'recipe' and 'gates' must be objects")
+            age, accent = str(data.get("age", "adult")), str(data.get("accent", "en-us"))
+            voice = cls(str(data["id"]), str(data["name"]), str(data["gender"]), age, accent,
+                        str(recipe["base"]), float(recipe["resample_st"]), float(data["f0_median_hz"]),
+                        {str(k): float(v) for k, v in gates.items()})  # fmt: skip
         except (KeyError, TypeError, ValueError) as exc:
-            raise SynthesisError(f"a designed Piper voice is not readable ({exc!r} in {dict(data)})") from exc
+            raise SynthesisError(
+                f"a designed Piper voice is not readable ({exc!r} in {str(data)[:200]})"
+            ) from exc
+        if not (math.isfinite(voice.resample_st) and abs(voice.resample_st) <= MAX_RESAMPLE_ST):
+            raise SynthesisError(f"designed Piper voice {voice.id!r}: resample_st {voice.resample_st} is not "
+                                 f"within +-{MAX_RESAMPLE_ST:g} semitones")  # fmt: skip
+        if voice.gender not in ("female", "male"):
+            raise SynthesisError(
+                f"designed Piper voice {voice.id!r}: gender {voice.gender!r} (female or male)"
+            )
+        return voice
 
 
 def library_file() -> Any:

@@ -361,3 +361,19 @@ def test_a_shift_s_own_pitch_is_done_once_and_keeps_old_cache_keys() -> None:
     recipe = Recipe({"jm_kumo": 1.0}, {"jm_kumo": 1.0}, f0_st=8.0)
     assert Recipe.from_dict(recipe.to_dict()) == recipe and recipe.shift.f0_st == 8.0
     assert "f0_st" not in Recipe({"jm_kumo": 1.0}, {"jm_kumo": 1.0}).to_dict()  # the library as it was
+
+
+def test_takes_moved_by_rubber_band_are_kept_apart_in_the_cache() -> None:
+    """The library holds a voice whose own pitch the model moves (frances): a model that
+    cannot move it (here the shipped one loaded as a user's export, without the input)
+    moves it by Rubber Band, and says so in the take cache's key, decided before loading."""
+    from engine.synthesis.kokoro.onnx_model import KokoroOnnx, shipped_model_file
+
+    default = KokoroOnnx()
+    assert any(s.f0_st for s in default.bank.shifts.values())
+    shipped = shipped_model_file()
+    assert isinstance(shipped, Path)
+    export = KokoroOnnx(model=shipped)
+    assert default._source()[1] and not export._source()[1]
+    assert "f0-by-rubberband" not in default.model_version()
+    assert export.model_version().endswith(":f0-by-rubberband")

@@ -332,7 +332,16 @@ def test_a_users_designs_file_is_offered_and_a_bad_one_named(
     assert {v.voice_id: v.gender for v in piper.voices()}["wren"] == "female"
     assert piper.resolve("wren") == (SHIPPED_VOICE, "", 3.0)
     assert stand_in(Voice(backend="piper", voice_id="wren")).voice_id == "en-us+f3"
-    for k, bad in enumerate(('{"voices": [{"id": "x"}]}', "not json", '["a list"]')):
+    recipe = '"recipe": {"base": "b", "resample_st": RS}, "f0_median_hz": 100'
+    nan = '{"voices": [{"id": "w", "name": "W", "gender": "male", ' + recipe.replace("RS", "NaN") + "}]}"
+    nulls = (
+        '{"voices": [{"id": "w", "name": "W", "gender": "male", "gates": [1], '
+        + recipe.replace("RS", "1")
+        + "}]}"
+    )
+    for k, bad in enumerate(
+        ('{"voices": [{"id": "x"}]}', "not json", '["a list"]', '{"voices": ["x"]}', nan, nulls)
+    ):
         (tmp_path / f"bad{k}.json").write_text(bad, encoding="utf-8")
         monkeypatch.setenv(DESIGNS_ENV, str(tmp_path / f"bad{k}.json"))
         caplog.clear()
