@@ -73,8 +73,8 @@ MAX_F0_ST = 12.0
 
 def _vector(recipe: Recipe, packs: Sequence[str]) -> np.ndarray:
     return np.array([recipe.timbre.get(p, 0.0) for p in packs] + [recipe.prosody.get(p, 0.0) for p in packs]
-                    + [recipe.pitch_st / 4, recipe.formant_st / 4, recipe.resample_st / 4,
-                       recipe.f0_st / 4])  # fmt: skip
+                    + [recipe.pitch_st / 4, recipe.formant_st / 4, recipe.resample_st / 4]
+                    + ([recipe.f0_st / 4] if recipe.f0_st else []))  # fmt: skip
 
 
 def _recipe(x: np.ndarray, packs: Sequence[str]) -> Recipe:
@@ -89,7 +89,9 @@ def _recipe(x: np.ndarray, packs: Sequence[str]) -> Recipe:
     def shift(v: float) -> float:
         return round(float(np.clip(v * 4, -MAX_SHIFT_ST, MAX_SHIFT_ST)), 2)
 
-    f0 = round(float(np.clip(x[-1] * 4, -MAX_F0_ST, MAX_F0_ST)), 2)  # a moved voice's own pitch (frances)
+    if len(x) == 2 * n + 3:  # NB: the model's own pitch is searched only from a voice that moves it
+        return Recipe(weights(timbre), weights(prosody), 0, 0.0, shift(x[-3]), shift(x[-2]), shift(x[-1]))
+    f0 = round(float(np.clip(x[-1] * 4, -MAX_F0_ST, MAX_F0_ST)), 2)  # a moved voice's own (frances)
     return Recipe(weights(timbre), weights(prosody), 0, 0.0, shift(x[-4]), shift(x[-3]), shift(x[-2]), f0)
 
 

@@ -124,3 +124,6 @@ def test_a_fit_started_from_a_moved_voice_keeps_its_pitch() -> None:
     packs = ["jf_alpha", "jm_kumo"]
     back = _recipe(_vector(moved, packs), packs)
     assert (back.f0_st, back.resample_st) == (8.5, 3.5) and back.timbre == moved.timbre
+    unmoved = replace(moved, f0_st=0.0)  # a voice that does not move it: searched as before
+    assert len(_vector(unmoved, packs)) == len(_vector(moved, packs)) - 1
+    assert _recipe(_vector(unmoved, packs), packs) == replace(unmoved, prosody=back.prosody)
