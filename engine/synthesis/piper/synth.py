@@ -34,6 +34,11 @@ LENGTH_SCALES = (0.25, 4.0)
 rate and sizes past them are made up by stretching the take (Rubber Band) in `finish`."""
 
 
+def voiced_scale(length: float) -> float:
+    """The length scale a take is voiced at for the `length` it wants (`LENGTH_SCALES`)."""
+    return float(min(LENGTH_SCALES[1], max(LENGTH_SCALES[0], length)))
+
+
 @dataclass(frozen=True)
 class Part:
     """One sentence to voice: which voice, its ids, the speaker and the scales."""
@@ -137,7 +142,7 @@ class PiperSynthesizer:
         noise = cfg.noise_scale if self.noise_scale is None else self.noise_scale
         noise_w = cfg.noise_w if self.noise_w is None else self.noise_w
         length = self._length(cfg, request.voice, own)
-        scales = (float(noise), float(min(LENGTH_SCALES[1], max(LENGTH_SCALES[0], length))), float(noise_w))
+        scales = (float(noise), voiced_scale(length), float(noise_w))
         phonemes = clause_phonemes(request.text, cfg.espeak_voice)
         out = [Part(name, cfg.ids(s), sid, scales) for s in _SENTENCE_END.split(phonemes) if s.strip()]
         if not out:
@@ -192,8 +197,7 @@ class PiperSynthesizer:
         clip = soxr.resample(audio.astype(np.float32), played, SAMPLE_RATE_HZ, quality="HQ")
         clip = np.asarray(clip, np.float32)
         length = self._length(self.configs[name], voice, own)
-        voiced = min(LENGTH_SCALES[1], max(LENGTH_SCALES[0], length))
-        clip = time_stretch(clip, SAMPLE_RATE_HZ, voiced / length)  # what the clamp left out
+        clip = time_stretch(clip, SAMPLE_RATE_HZ, voiced_scale(length) / length)  # what the clamp left out
         return pitch_shift(clip, SAMPLE_RATE_HZ, semitones_for(voice.pitch) - timbre)
 
     def synthesize(self, batch: Sequence[SynthRequest]) -> list[Mono]:
